@@ -1,0 +1,496 @@
+#define _GNU_SOURCE
+#include "container.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "hooks.h"
+#include "process.h"
+#include "spec.h"
+#include "utils.h"
+
+#define KILL_WAIT_MS 10000
+
+/* ---- pidfds: signals that can't hit a recycled pid ---- */
+
+/* Opens a pidfd for the container's init, or -1 (errno ESRCH) when the
+ * recorded process is gone or the pid now belongs to someone else. */
+static int init_pidfd(const struct brig_state *st)
+{
+    int fd = (int) syscall(SYS_pidfd_open, st->pid, 0);
+    if (fd < 0)
+        return -1;
+    /* Checked after opening: from here on the pidfd pins the process. */
+    if (!brig_state_init_alive(st)) {
+        close(fd);
+        errno = ESRCH;
+        return -1;
+    }
+    return fd;
+}
+
+static bool wait_pidfd(int pidfd, int timeout_ms)
+{
+    struct pollfd p = { .fd = pidfd, .events = POLLIN };
+    int r;
+    do
+        r = poll(&p, 1, timeout_ms);
+    while (r < 0 && errno == EINTR);
+    return r > 0;
+}
+
+/* Pids whose pid namespace is the init's: every process of a container
+ * that has a pid namespace of its own. */
+static int signal_pid_namespace(pid_t init, int sig, brig_error_t *err)
+{
+    char path[64];
+    struct stat init_ns, ns;
+    snprintf(path, sizeof path, "/proc/%d/ns/pid", init);
+    if (stat(path, &init_ns) < 0)
+        return brig_error_set(err, errno, "stat `%s`", path);
+    cleanup_dir DIR *d = opendir("/proc");
+    if (d == NULL)
+        return brig_error_set(err, errno, "open /proc");
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        char *end;
+        long pid = strtol(de->d_name, &end, 10);
+        if (*end != '\0' || pid <= 0)
+            continue;
+        snprintf(path, sizeof path, "/proc/%ld/ns/pid", pid);
+        if (stat(path, &ns) == 0 && ns.st_ino == init_ns.st_ino && ns.st_dev == init_ns.st_dev)
+            kill((pid_t) pid, sig);
+    }
+    return 0;
+}
+
+/* ---- create ---- */
+
+struct create_ctx {
+    struct brig_state *state;
+    const struct brig_spec *spec;
+};
+
+static int run_runtime_hooks(void *opaque, pid_t init_pid, char **state_json, brig_error_t *err)
+{
+    struct create_ctx *ctx = opaque;
+    ctx->state->pid = init_pid;
+    if (brig_state_to_json(ctx->state, BRIG_STATUS_CREATING, false, state_json, err) < 0)
+        return -1;
+    if (brig_hooks_run(&ctx->spec->hooks.prestart, "prestart", *state_json, err) < 0)
+        return -1;
+    return brig_hooks_run(&ctx->spec->hooks.create_runtime, "createRuntime", *state_json, err);
+}
+
+static int resolve_paths(const struct brig_create_options *o, const struct brig_spec *spec,
+                         char **bundle, char **rootfs, brig_error_t *err)
+{
+    const char *b = o->bundle ? o->bundle : ".";
+    if ((*bundle = realpath(b, NULL)) == NULL)
+        return brig_error_set(err, errno, "bundle `%s`", b);
+    cleanup_free char *joined = NULL;
+    const char *r = spec->root->path;
+    if (r[0] != '/') {
+        if (asprintf(&joined, "%s/%s", *bundle, r) < 0)
+            return brig_error_set(err, ENOMEM, "rootfs");
+        r = joined;
+    }
+    if ((*rootfs = realpath(r, NULL)) == NULL)
+        return brig_error_set(err, errno, "rootfs `%s`", r);
+    struct stat st;
+    if (stat(*rootfs, &st) < 0 || !S_ISDIR(st.st_mode))
+        return brig_error_set(err, ENOTDIR, "rootfs `%s`", r);
+    return 0;
+}
+
+static int copy_annotations(const struct brig_kv_list *from, struct brig_kv_list *to)
+{
+    if (from->n == 0)
+        return 0;
+    to->items = calloc(from->n, sizeof *to->items);
+    if (to->items == NULL)
+        return -1;
+    for (size_t i = 0; i < from->n; i++, to->n++) {
+        to->items[i].key = strdup(from->items[i].key);
+        to->items[i].value = strdup(from->items[i].value);
+        if (!to->items[i].key || !to->items[i].value) {
+            to->n++;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int new_state(const struct brig_create_options *o, const struct brig_spec *spec,
+                     struct brig_state **out, brig_error_t *err)
+{
+    struct brig_state *st = calloc(1, sizeof *st);
+    if (st == NULL)
+        return brig_error_set(err, ENOMEM, "state");
+    *out = st;
+    st->id = strdup(o->id);
+    st->created = brig_timestamp_now();
+    st->owner = strdup("");
+    const struct brig_namespace *pid_ns = brig_spec_namespace(spec, BRIG_NS_PID);
+    st->own_pid_ns = pid_ns != NULL && pid_ns->path == NULL;
+    if (!st->id || !st->created || !st->owner || copy_annotations(&spec->annotations, &st->annotations) < 0)
+        return brig_error_set(err, ENOMEM, "state");
+    return resolve_paths(o, spec, &st->bundle, &st->rootfs, err);
+}
+
+static int write_pid_file(const char *path, pid_t pid, brig_error_t *err)
+{
+    cleanup_free char *dir_copy = strdup(path), *base_copy = strdup(path);
+    if (!dir_copy || !base_copy)
+        return brig_error_set(err, ENOMEM, "pid file");
+    cleanup_close int dfd = open(dirname(dir_copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return brig_error_set(err, errno, "pid file `%s`", path);
+    char buf[16];
+    int n = snprintf(buf, sizeof buf, "%d", pid);
+    if (brig_write_file_atomic_at(dfd, basename(base_copy), buf, (size_t) n, 0644, err) < 0)
+        return brig_error_wrap(err, "pid file `%s`", path);
+    return 0;
+}
+
+static bool needs_saved_config(const struct brig_spec *spec)
+{
+    return spec->hooks.poststart.n > 0 || spec->hooks.poststop.n > 0;
+}
+
+static int create_in_dir(const struct brig_create_options *o, const struct brig_spec *spec,
+                         const char *config_path, int dir_fd, pid_t *init_pid, brig_error_t *err)
+{
+    struct brig_state *st = NULL;
+    int r = new_state(o, spec, &st, err);
+    if (r == 0 && mkfifoat(dir_fd, BRIG_EXEC_FIFO, 0622) < 0)
+        r = brig_error_set(err, errno, "create exec fifo");
+    if (r == 0 && needs_saved_config(spec)) {
+        /* Hooks that run after create need the spec; keep a copy rather
+         * than trusting the bundle to stay unchanged. */
+        cleanup_free char *json = NULL;
+        size_t len = 0;
+        r = brig_read_file(config_path, &json, &len, err);
+        if (r == 0)
+            r = brig_write_file_atomic_at(dir_fd, BRIG_POSTSTOP_CONFIG, json, len, 0600, err);
+    }
+    struct create_ctx ctx = { st, spec };
+    struct brig_init_config ic = {
+        .spec = spec,
+        .id = o->id,
+        .bundle = st ? st->bundle : NULL,
+        .rootfs = st ? st->rootfs : NULL,
+        .state_dir_fd = dir_fd,
+        .no_pivot = o->no_pivot,
+        .no_new_keyring = o->no_new_keyring,
+        .preserve_fds = o->preserve_fds,
+        .runtime_hooks = run_runtime_hooks,
+        .ctx = &ctx,
+    };
+    if (r == 0)
+        r = brig_process_spawn_init(&ic, init_pid, err);
+    if (r == 0) {
+        st->pid = *init_pid;
+        r = brig_process_start_time(st->pid, &st->pid_start_time, err);
+        if (r == 0)
+            r = brig_state_write(dir_fd, st, err);
+        if (r == 0 && o->pid_file)
+            r = write_pid_file(o->pid_file, st->pid, err);
+        if (r < 0)
+            kill(st->pid, SIGKILL);
+    }
+    brig_state_free(st);
+    return r;
+}
+
+int brig_container_create(const struct brig_create_options *o, pid_t *init_pid, brig_error_t *err)
+{
+    cleanup_free char *config_path = NULL;
+    if (asprintf(&config_path, "%s/config.json", o->bundle ? o->bundle : ".") < 0)
+        return brig_error_set(err, ENOMEM, "create");
+    struct brig_spec *spec = NULL;
+    if (brig_spec_load(config_path, &spec, err) < 0)
+        return -1;
+    int r = 0;
+    if (spec->process == NULL)
+        r = brig_error_set(err, 0, "%s: missing process", config_path);
+    cleanup_close int root_fd = r < 0 ? -1 : brig_state_root_open(o->root, true, err);
+    if (r == 0 && root_fd < 0)
+        r = -1;
+    if (r == 0) {
+        cleanup_close int dir_fd = brig_state_dir_create(root_fd, o->id, err);
+        if (dir_fd < 0) {
+            r = -1;
+        } else if (create_in_dir(o, spec, config_path, dir_fd, init_pid, err) < 0) {
+            brig_error_t ignored = NULL;
+            brig_state_dir_remove(root_fd, o->id, &ignored);
+            brig_error_release(&ignored);
+            r = -1;
+        }
+    }
+    brig_spec_free(spec);
+    return r;
+}
+
+/* ---- the saved spec for post* hooks ---- */
+
+static int load_saved_spec(int dir_fd, struct brig_spec **spec, brig_error_t *err)
+{
+    cleanup_free char *json = NULL;
+    size_t len = 0;
+    *spec = NULL;
+    if (brig_read_file_at(dir_fd, BRIG_POSTSTOP_CONFIG, &json, &len, err) < 0) {
+        if ((*err)->errnum == ENOENT) {
+            brig_error_release(err);
+            return 0;
+        }
+        return -1;
+    }
+    return brig_spec_parse(json, len, "saved config.json", spec, err);
+}
+
+static int run_post_hooks(int dir_fd, const struct brig_state *st, enum brig_status status,
+                          bool poststart, brig_error_t *warning)
+{
+    struct brig_spec *spec = NULL;
+    if (load_saved_spec(dir_fd, &spec, warning) < 0 || spec == NULL)
+        return spec == NULL && *warning ? -1 : 0;
+    cleanup_free char *json = NULL;
+    int r = brig_state_to_json(st, status, false, &json, warning);
+    if (r == 0 && poststart)
+        r = brig_hooks_run(&spec->hooks.poststart, "poststart", json, warning);
+    else if (r == 0)
+        r = brig_hooks_run(&spec->hooks.poststop, "poststop", json, warning);
+    brig_spec_free(spec);
+    return r;
+}
+
+/* ---- start ---- */
+
+static int open_locked(const char *root, const char *id, int *root_fd, struct brig_state **st,
+                       brig_error_t *err)
+{
+    *root_fd = brig_state_root_open(root, false, err);
+    if (*root_fd < 0) {
+        if ((*err)->errnum == ENOENT)
+            return brig_error_not_found(err, id);
+        return -1;
+    }
+    int dir_fd = brig_state_dir_open(*root_fd, id, true, err);
+    if (dir_fd < 0)
+        return -1;
+    if (brig_state_read(dir_fd, id, st, err) < 0) {
+        close(dir_fd);
+        return -1;
+    }
+    return dir_fd;
+}
+
+/* Reads the byte the init writes into the exec fifo, watching the init so a
+ * dead one doesn't leave us waiting forever. */
+static int release_init(int dir_fd, const struct brig_state *st, brig_error_t *err)
+{
+    cleanup_close int fifo = openat(dir_fd, BRIG_EXEC_FIFO, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fifo < 0)
+        return brig_error_set(err, errno, "open exec fifo");
+    cleanup_close int pidfd = init_pidfd(st);
+    if (pidfd < 0)
+        return brig_error_set(err, 0, "container `%s`: its init has exited", st->id);
+    for (;;) {
+        struct pollfd p[2] = { { .fd = fifo, .events = POLLIN }, { .fd = pidfd, .events = POLLIN } };
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            return brig_error_set(err, errno, "wait for exec fifo");
+        }
+        if (p[0].revents & POLLIN) {
+            char c;
+            if (read(fifo, &c, 1) == 1)
+                break;
+        }
+        if (p[1].revents & POLLIN)
+            return brig_error_set(err, 0, "container `%s`: its init exited before start", st->id);
+    }
+    if (unlinkat(dir_fd, BRIG_EXEC_FIFO, 0) < 0)
+        return brig_error_set(err, errno, "remove exec fifo");
+    return 0;
+}
+
+int brig_container_start(const char *root, const char *id, brig_error_t *warning, brig_error_t *err)
+{
+    cleanup_close int root_fd = -1;
+    struct brig_state *st = NULL;
+    cleanup_close int dir_fd = open_locked(root, id, &root_fd, &st, err);
+    if (dir_fd < 0)
+        return -1;
+    enum brig_status status = brig_state_status(dir_fd, st);
+    int r = 0;
+    if (status != BRIG_STATUS_CREATED)
+        r = brig_error_set(err, 0, "cannot start container `%s`: it is %s, not created", id,
+                           brig_status_name(status));
+    if (r == 0)
+        r = release_init(dir_fd, st, err);
+    if (r == 0 && run_post_hooks(dir_fd, st, BRIG_STATUS_RUNNING, true, warning) < 0)
+        brig_error_wrap(warning, "container `%s`", id);
+    brig_state_free(st);
+    return r;
+}
+
+/* ---- kill ---- */
+
+static int signal_container(const struct brig_state *st, int sig, bool all, brig_error_t *err)
+{
+    cleanup_close int pidfd = init_pidfd(st);
+    if (pidfd < 0)
+        return brig_error_set(err, 0, "container `%s` is not running", st->id);
+    if (all && st->own_pid_ns && sig != SIGKILL && signal_pid_namespace(st->pid, sig, err) < 0)
+        return -1;
+    /* SIGKILL to the init of a pid namespace takes every process in it. */
+    if (syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) < 0 && errno != ESRCH)
+        return brig_error_set(err, errno, "signal container `%s`", st->id);
+    return 0;
+}
+
+int brig_container_kill(const char *root, const char *id, int sig, bool all, brig_error_t *err)
+{
+    cleanup_close int root_fd = -1;
+    struct brig_state *st = NULL;
+    cleanup_close int dir_fd = open_locked(root, id, &root_fd, &st, err);
+    if (dir_fd < 0)
+        return -1;
+    enum brig_status status = brig_state_status(dir_fd, st);
+    int r;
+    if (status == BRIG_STATUS_STOPPED || status == BRIG_STATUS_CREATING)
+        r = brig_error_set(err, 0, "container `%s` is %s", id, brig_status_name(status));
+    else
+        r = signal_container(st, sig, all, err);
+    brig_state_free(st);
+    return r;
+}
+
+/* ---- delete ---- */
+
+static int kill_and_wait(const struct brig_state *st, brig_error_t *err)
+{
+    cleanup_close int pidfd = init_pidfd(st);
+    if (pidfd < 0)
+        return 0;
+    if (syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
+        return brig_error_set(err, errno, "kill container `%s`", st->id);
+    if (!wait_pidfd(pidfd, KILL_WAIT_MS))
+        return brig_error_set(err, ETIMEDOUT, "container `%s` did not die after SIGKILL", st->id);
+    return 0;
+}
+
+int brig_container_delete(const char *root, const char *id, bool force, brig_error_t *warning,
+                          brig_error_t *err)
+{
+    cleanup_close int root_fd = -1;
+    struct brig_state *st = NULL;
+    cleanup_close int dir_fd = open_locked(root, id, &root_fd, &st, err);
+    if (dir_fd < 0) {
+        /* `delete --force` of what isn't there is done already. */
+        if (force && (*err)->errnum == ENOENT) {
+            brig_error_release(err);
+            return 0;
+        }
+        return -1;
+    }
+    enum brig_status status = brig_state_status(dir_fd, st);
+    int r = 0;
+    if ((status == BRIG_STATUS_RUNNING || status == BRIG_STATUS_PAUSED) && !force)
+        r = brig_error_set(err, 0, "cannot delete container `%s`: it is %s (use --force)", id,
+                           brig_status_name(status));
+    if (r == 0 && status != BRIG_STATUS_STOPPED && status != BRIG_STATUS_CREATING)
+        r = kill_and_wait(st, err);
+    if (r == 0 && status != BRIG_STATUS_CREATING
+        && run_post_hooks(dir_fd, st, BRIG_STATUS_STOPPED, false, warning) < 0)
+        brig_error_wrap(warning, "container `%s`", id);
+    if (r == 0)
+        r = brig_state_dir_remove(root_fd, id, err);
+    brig_state_free(st);
+    return r;
+}
+
+/* ---- state, list ---- */
+
+int brig_container_state(const char *root, const char *id, struct brig_state **st,
+                         enum brig_status *status, brig_error_t *err)
+{
+    cleanup_close int root_fd = brig_state_root_open(root, false, err);
+    if (root_fd < 0) {
+        if ((*err)->errnum == ENOENT)
+            return brig_error_not_found(err, id);
+        return -1;
+    }
+    cleanup_close int dir_fd = brig_state_dir_open(root_fd, id, false, err);
+    if (dir_fd < 0 || brig_state_read(dir_fd, id, st, err) < 0)
+        return -1;
+    *status = brig_state_status(dir_fd, *st);
+    return 0;
+}
+
+static int compare_entries(const void *a, const void *b)
+{
+    const struct brig_container_entry *x = a, *y = b;
+    return strcmp(x->state->id, y->state->id);
+}
+
+int brig_container_list(const char *root, struct brig_container_entry **out, size_t *n,
+                        brig_error_t *err)
+{
+    *out = NULL;
+    *n = 0;
+    cleanup_dir DIR *d = opendir(root);
+    if (d == NULL)
+        return errno == ENOENT ? 0 : brig_error_set(err, errno, "open state root `%s`", root);
+    size_t cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        struct brig_state *st = NULL;
+        enum brig_status status;
+        brig_error_t ignored = NULL;
+        if (brig_container_state(root, de->d_name, &st, &status, &ignored) < 0) {
+            brig_error_release(&ignored);
+            continue;
+        }
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            struct brig_container_entry *bigger = realloc(*out, cap * sizeof **out);
+            if (bigger == NULL) {
+                brig_state_free(st);
+                brig_container_list_free(*out, *n);
+                *out = NULL;
+                *n = 0;
+                return brig_error_set(err, ENOMEM, "list");
+            }
+            *out = bigger;
+        }
+        (*out)[(*n)++] = (struct brig_container_entry) { st, status };
+    }
+    if (*n > 1)
+        qsort(*out, *n, sizeof **out, compare_entries);
+    return 0;
+}
+
+void brig_container_list_free(struct brig_container_entry *entries, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        brig_state_free(entries[i].state);
+    free(entries);
+}

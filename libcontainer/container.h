@@ -1,0 +1,53 @@
+/* Container lifecycle: create, start, kill, delete, state, list. The CLI and
+ * the shim both drive containers through these. */
+#ifndef BRIG_CONTAINER_H
+#define BRIG_CONTAINER_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "error.h"
+#include "state.h"
+
+struct brig_create_options {
+    const char *root;            /* state root, e.g. /run/brig */
+    const char *id;
+    const char *bundle;          /* NULL: the current directory */
+    const char *pid_file;        /* NULL: none */
+    bool no_pivot;
+    bool no_new_keyring;
+    int preserve_fds;
+};
+
+int brig_container_create(const struct brig_create_options *opts, pid_t *init_pid,
+                          brig_error_t *err);
+
+/* Releases the init blocked on the exec fifo. A failing poststart hook is
+ * not an error (the spec says warn and go on): it lands in *warning. */
+int brig_container_start(const char *root, const char *id, brig_error_t *warning,
+                         brig_error_t *err);
+
+int brig_container_kill(const char *root, const char *id, int signal, bool all,
+                        brig_error_t *err);
+
+/* Removes every trace. With `force`, a running container is killed first;
+ * a missing container is then not an error. Poststop hook failures are
+ * warnings. */
+int brig_container_delete(const char *root, const char *id, bool force, brig_error_t *warning,
+                          brig_error_t *err);
+
+int brig_container_state(const char *root, const char *id, struct brig_state **state,
+                         enum brig_status *status, brig_error_t *err);
+
+struct brig_container_entry {
+    struct brig_state *state;
+    enum brig_status status;
+};
+
+/* Every container under root, sorted by id; a container whose state can't
+ * be read is skipped. */
+int brig_container_list(const char *root, struct brig_container_entry **out, size_t *n,
+                        brig_error_t *err);
+void brig_container_list_free(struct brig_container_entry *entries, size_t n);
+
+#endif

@@ -1,0 +1,294 @@
+#define _GNU_SOURCE
+/* The container's init, from "in its namespaces" to execve. The order of
+ * the steps is the security argument, so it reads top to bottom in
+ * brig_init_exec(): everything privileged happens before the identity
+ * switch, and nothing from the host is reachable once pivot_root is done. */
+#include "process.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/personality.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "caps.h"
+#include "cleanup.h"
+#include "hooks.h"
+#include "mounts.h"
+#include "namespaces.h"
+#include "netlink.h"
+#include "sync.h"
+#include "sysctl.h"
+#include "utils.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+#define KEYCTL_JOIN_SESSION_KEYRING 1
+#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+static bool spec_has_ns(const struct brig_spec *spec, enum brig_ns_type t)
+{
+    return brig_spec_namespace(spec, t) != NULL;
+}
+
+static bool spec_new_ns(const struct brig_spec *spec, enum brig_ns_type t)
+{
+    const struct brig_namespace *ns = brig_spec_namespace(spec, t);
+    return ns != NULL && ns->path == NULL;
+}
+
+static int setup_uts(const struct brig_spec *spec, brig_error_t *err)
+{
+    if (spec->hostname == NULL && spec->domainname == NULL)
+        return 0;
+    if (!spec_has_ns(spec, BRIG_NS_UTS))
+        return brig_error_set(err, 0, "config.json: hostname: needs a uts namespace of its own");
+    if (spec->hostname && sethostname(spec->hostname, strlen(spec->hostname)) < 0)
+        return brig_error_set(err, errno, "set hostname `%s`", spec->hostname);
+    if (spec->domainname && setdomainname(spec->domainname, strlen(spec->domainname)) < 0)
+        return brig_error_set(err, errno, "set domainname `%s`", spec->domainname);
+    return 0;
+}
+
+static int setup_rootfs(const struct brig_init_config *cfg, int sync_fd, char **state_json,
+                        brig_error_t *err)
+{
+    const struct brig_spec *spec = cfg->spec;
+    struct brig_rootfs_config rc = {
+        .spec = spec,
+        .rootfs = cfg->rootfs,
+        .in_userns = spec_has_ns(spec, BRIG_NS_USER),
+        .no_pivot = cfg->no_pivot,
+    };
+    if (!spec_new_ns(spec, BRIG_NS_MOUNT))
+        return brig_error_set(err, 0, "config.json: linux.namespaces: a new mount namespace is required");
+    /* Relative bind sources are relative to the bundle. */
+    if (chdir(cfg->bundle) < 0)
+        return brig_error_set(err, errno, "chdir to bundle `%s`", cfg->bundle);
+    if (brig_rootfs_prepare(&rc, err) < 0)
+        return -1;
+
+    cleanup_free struct brig_sync_msg *msg = malloc(sizeof *msg);
+    if (msg == NULL)
+        return brig_error_set(err, ENOMEM, "init");
+    if (brig_sync_send(sync_fd, BRIG_SYNC_RUNTIME_HOOKS, 0, NULL, err) < 0
+        || brig_sync_expect(sync_fd, BRIG_SYNC_HOOKS_DONE, msg, err) < 0)
+        return -1;
+    /* createContainer hooks: in the container's namespaces, before
+     * pivot_root, as the runtime spec orders them. */
+    if (brig_hooks_run(&spec->hooks.create_container, "createContainer", msg->payload, err) < 0)
+        return -1;
+    if ((*state_json = strdup(msg->payload)) == NULL)
+        return brig_error_set(err, ENOMEM, "init");
+
+    if (brig_rootfs_pivot(&rc, err) < 0)
+        return -1;
+    if (spec->linux_ && brig_sysctl_apply(&spec->linux_->sysctl, err) < 0)
+        return -1;
+    return brig_rootfs_finish(&rc, err);
+}
+
+static int setup_personality(const struct brig_spec *spec, brig_error_t *err)
+{
+    if (spec->linux_ == NULL || spec->linux_->personality == NULL)
+        return 0;
+    const char *domain = spec->linux_->personality->domain;
+    unsigned long persona;
+    if (domain == NULL || strcmp(domain, "LINUX") == 0)
+        persona = PER_LINUX;
+    else if (strcmp(domain, "LINUX32") == 0)
+        persona = PER_LINUX32;
+    else
+        return brig_error_set(err, 0, "config.json: linux.personality.domain: unknown `%s`", domain);
+    if (personality(persona) < 0)
+        return brig_error_set(err, errno, "set personality `%s`", domain);
+    return 0;
+}
+
+static int setup_process_knobs(const struct brig_init_config *cfg, brig_error_t *err)
+{
+    const struct brig_process *p = cfg->spec->process;
+    if (!cfg->no_new_keyring) {
+        /* A fresh session keyring, so the container can't read the keys of
+         * whoever started the runtime. Kernels without keys just lack it. */
+        char name[1100];
+        snprintf(name, sizeof name, "_ses.%s", cfg->id);
+        if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, name) < 0 && errno != ENOSYS)
+            return brig_error_set(err, errno, "join a new session keyring");
+    }
+    if (setup_personality(cfg->spec, err) < 0)
+        return -1;
+    if (p->has_oom_score_adj) {
+        char buf[16];
+        int n = snprintf(buf, sizeof buf, "%d", p->oom_score_adj);
+        if (brig_write_file("/proc/self/oom_score_adj", buf, (size_t) n, err) < 0)
+            return brig_error_wrap(err, "set oomScoreAdj");
+    }
+    return brig_rlimits_apply(p, err);
+}
+
+static const char *env_get(const struct brig_strv *env, const char *name)
+{
+    size_t len = strlen(name);
+    for (size_t i = 0; i < env->n; i++)
+        if (strncmp(env->v[i], name, len) == 0 && env->v[i][len] == '=')
+            return env->v[i] + len + 1;
+    return NULL;
+}
+
+static bool is_executable(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) < 0)
+        return false;
+    if (!S_ISREG(st.st_mode)) {
+        errno = EACCES;
+        return false;
+    }
+    return access(path, X_OK) == 0;
+}
+
+/* args[0] is looked up in the container's PATH (from process.env), like
+ * execvp would do inside the container, so a missing program fails create
+ * instead of surfacing only after start. */
+static int find_executable(const struct brig_process *p, char **out, brig_error_t *err)
+{
+    const char *arg0 = p->args.v[0];
+    if (strchr(arg0, '/')) {
+        if (!is_executable(arg0))
+            return brig_error_set(err, errno, "exec `%s`", arg0);
+        return (*out = strdup(arg0)) ? 0 : brig_error_set(err, ENOMEM, "exec");
+    }
+    const char *path = env_get(&p->env, "PATH");
+    cleanup_free char *dirs = strdup(path ? path : DEFAULT_PATH);
+    if (dirs == NULL)
+        return brig_error_set(err, ENOMEM, "exec");
+    char *save = NULL;
+    for (char *dir = strtok_r(dirs, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+        char candidate[PATH_MAX];
+        if (snprintf(candidate, sizeof candidate, "%s/%s", *dir ? dir : ".", arg0)
+            >= (int) sizeof candidate)
+            continue;
+        if (is_executable(candidate))
+            return (*out = strdup(candidate)) ? 0 : brig_error_set(err, ENOMEM, "exec");
+    }
+    return brig_error_set(err, 0, "exec `%s`: executable file not found in $PATH", arg0);
+}
+
+/* process.env, plus HOME from the container's /etc/passwd when missing
+ * (what a login would give and what runc users rely on). */
+static char **build_env(const struct brig_process *p)
+{
+    bool has_home = env_get(&p->env, "HOME") != NULL;
+    char **env = calloc(p->env.n + 2, sizeof *env);
+    if (env == NULL)
+        return NULL;
+    for (size_t i = 0; i < p->env.n; i++)
+        env[i] = p->env.v[i];
+    if (has_home)
+        return env;
+    const char *home = "/";
+    char line[1024], *found = NULL;
+    cleanup_file FILE *f = fopen("/etc/passwd", "re");
+    while (f && fgets(line, sizeof line, f)) {
+        char *fields[7] = { 0 }, *save = NULL, *s = line;
+        int n = 0;
+        for (char *tok; n < 7 && (tok = strsep(&s, ":")); n++)
+            fields[n] = tok;
+        (void) save;
+        if (n >= 6 && (uint32_t) strtoul(fields[2], NULL, 10) == p->user.uid) {
+            found = fields[5];
+            break;
+        }
+    }
+    if (found && *found)
+        home = found;
+    if (asprintf(&env[p->env.n], "HOME=%s", home) < 0)
+        env[p->env.n] = NULL;
+    return env;
+}
+
+/* Nothing of the runtime may survive into the container: every fd past
+ * the preserved ones is marked close-on-exec. */
+static void mark_fds_cloexec(int first)
+{
+    if (syscall(SYS_close_range, first, ~0U, CLOSE_RANGE_CLOEXEC) == 0)
+        return;
+    cleanup_dir DIR *d = opendir("/proc/self/fd");
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        int fd = atoi(de->d_name);
+        if (fd >= first && fd != dirfd(d))
+            fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
+}
+
+static __attribute__((noreturn)) void die_after_ready(const char *what, brig_error_t err)
+{
+    dprintf(STDERR_FILENO, "brig: init: %s: %s\n", what, err ? err->msg : strerror(errno));
+    _exit(127);
+}
+
+int brig_init_exec(const struct brig_init_config *cfg, int sync_fd, int fifo_fd, brig_error_t *err)
+{
+    const struct brig_spec *spec = cfg->spec;
+    const struct brig_process *p = spec->process;
+
+    if (setsid() < 0)
+        return brig_error_set(err, errno, "setsid");
+    if (spec_has_ns(spec, BRIG_NS_USER)) {
+        if (setresgid(0, 0, 0) < 0 && errno != EINVAL)
+            return brig_error_set(err, errno, "become root in the user namespace");
+        if (setresuid(0, 0, 0) < 0 && errno != EINVAL)
+            return brig_error_set(err, errno, "become root in the user namespace");
+    }
+    if (spec_new_ns(spec, BRIG_NS_NETWORK) && brig_netlink_loopback_up(err) < 0)
+        return brig_error_wrap(err, "bring up loopback");
+    cleanup_free char *state_json = NULL;
+    if (setup_uts(spec, err) < 0 || setup_rootfs(cfg, sync_fd, &state_json, err) < 0)
+        return -1;
+    if (setup_process_knobs(cfg, err) < 0)
+        return -1;
+
+    const char *cwd = p->cwd ? p->cwd : "/";
+    /* Try the cwd as root first, and again as the process user: a
+     * directory only the user can enter (root-squashed NFS) still works. */
+    bool cwd_done = chdir(cwd) == 0;
+    if (brig_process_drop_privileges(p, err) < 0)
+        return -1;
+    if (!cwd_done && chdir(cwd) < 0)
+        return brig_error_set(err, errno, "chdir to cwd `%s`", cwd);
+
+    cleanup_free char *exe = NULL;
+    if (find_executable(p, &exe, err) < 0)
+        return -1;
+    char **env = build_env(p);
+    if (env == NULL)
+        return brig_error_set(err, ENOMEM, "environment");
+    char fifo_path[64];
+    snprintf(fifo_path, sizeof fifo_path, "/proc/self/fd/%d", fifo_fd);
+
+    mark_fds_cloexec(3 + cfg->preserve_fds);
+    if (brig_sync_send(sync_fd, BRIG_SYNC_READY, 0, NULL, err) < 0)
+        return -1;
+    close(sync_fd);
+
+    /* Blocks until `start` opens the other end: the exec fifo model. */
+    int w = open(fifo_path, O_WRONLY | O_CLOEXEC);
+    if (w < 0 || brig_write_all(w, "0", 1) < 0)
+        die_after_ready("open exec fifo", NULL);
+    close(w);
+    close(fifo_fd);
+
+    if (brig_hooks_run(&spec->hooks.start_container, "startContainer", state_json, err) < 0)
+        die_after_ready("startContainer hook", *err);
+    execve(exe, p->args.v, env);
+    die_after_ready(exe, NULL);
+}

@@ -1,0 +1,37 @@
+/* Spawning the container's init: clone into the namespaces, drive the sync
+ * protocol, and leave the init blocked on the exec fifo. */
+#ifndef BRIG_PROCESS_H
+#define BRIG_PROCESS_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "error.h"
+#include "spec.h"
+
+struct brig_init_config {
+    const struct brig_spec *spec;
+    const char *id;
+    const char *bundle;       /* absolute */
+    const char *rootfs;       /* absolute, symlinks resolved */
+    int state_dir_fd;         /* holds exec.fifo; locked, so the child closes it */
+    bool no_pivot;
+    bool no_new_keyring;
+    int preserve_fds;         /* fds 3 .. 3+N-1 pass through to the process */
+    /* Runs prestart and createRuntime hooks once the init's mounts are in
+     * place; hands back the state JSON that container-side hooks read. */
+    int (*runtime_hooks)(void *ctx, pid_t init_pid, char **state_json, brig_error_t *err);
+    void *ctx;
+};
+
+/* Returns with the init blocked on the exec fifo and *init_pid set, or
+ * kills whatever it started and fails. */
+int brig_process_spawn_init(const struct brig_init_config *cfg, pid_t *init_pid,
+                            brig_error_t *err);
+
+/* Runs in the init after it is in its namespaces: rootfs, identity, exec.
+ * Returns only on failure. */
+int brig_init_exec(const struct brig_init_config *cfg, int sync_fd, int fifo_fd,
+                   brig_error_t *err);
+
+#endif

@@ -1,0 +1,68 @@
+#define _GNU_SOURCE
+#include "sync.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+struct wire_header {
+    uint32_t type;
+    int32_t value;
+};
+
+int brig_sync_send(int fd, uint32_t type, int32_t value, const char *payload, brig_error_t *err)
+{
+    struct wire_header h = { type, value };
+    size_t len = payload ? strnlen(payload, BRIG_SYNC_PAYLOAD_MAX) : 0;
+    struct iovec iov[2] = { { &h, sizeof h }, { (void *) payload, len } };
+    struct msghdr m = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
+    ssize_t r;
+    do
+        r = sendmsg(fd, &m, MSG_NOSIGNAL);
+    while (r < 0 && errno == EINTR);
+    if (r < 0)
+        return brig_error_set(err, errno, "sync: send");
+    return 0;
+}
+
+int brig_sync_recv(int fd, struct brig_sync_msg *msg, brig_error_t *err)
+{
+    struct wire_header h;
+    struct iovec iov[2] = { { &h, sizeof h }, { msg->payload, BRIG_SYNC_PAYLOAD_MAX } };
+    struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
+    ssize_t r;
+    do
+        r = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
+    while (r < 0 && errno == EINTR);
+    if (r < 0)
+        return brig_error_set(err, errno, "sync: receive");
+    if (r == 0)
+        return brig_error_set(err, EPIPE, "sync: peer went away");
+    if ((size_t) r < sizeof h)
+        return brig_error_set(err, EPROTO, "sync: short message");
+    msg->type = h.type;
+    msg->value = h.value;
+    msg->len = (size_t) r - sizeof h;
+    msg->payload[msg->len] = '\0';
+    return 0;
+}
+
+int brig_sync_expect(int fd, uint32_t type, struct brig_sync_msg *msg, brig_error_t *err)
+{
+    if (brig_sync_recv(fd, msg, err) < 0)
+        return -1;
+    if (msg->type == BRIG_SYNC_ERROR)
+        return brig_error_from_message(err, msg->value, msg->payload);
+    if (msg->type != type)
+        return brig_error_set(err, EPROTO, "sync: expected message %u, got %u", type, msg->type);
+    return 0;
+}
+
+void brig_sync_report_error(int fd, brig_error_t err)
+{
+    brig_error_t ignored = NULL;
+    brig_sync_send(fd, BRIG_SYNC_ERROR, err ? err->errnum : 0, err ? err->msg : "unknown error",
+                   &ignored);
+    brig_error_release(&ignored);
+}

@@ -1,0 +1,43 @@
+/* The sync protocol between the runtime and the container's init, over a
+ * SOCK_SEQPACKET socketpair: one message per packet, so no framing. */
+#ifndef BRIG_SYNC_H
+#define BRIG_SYNC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+enum brig_sync_type {
+    /* child → runtime */
+    BRIG_SYNC_USERNS_READY = 1, /* in a new user namespace: write my id maps */
+    BRIG_SYNC_INIT_PID,         /* value: pid of the init (two-step spawn) */
+    BRIG_SYNC_RUNTIME_HOOKS,    /* mounts are ready: run prestart/createRuntime */
+    BRIG_SYNC_READY,            /* set up; about to block on the exec fifo */
+    BRIG_SYNC_ERROR,            /* value: errno; payload: message */
+    /* runtime → child */
+    BRIG_SYNC_MAPS_DONE,
+    BRIG_SYNC_HOOKS_DONE,       /* payload: the state JSON for container hooks */
+};
+
+#define BRIG_SYNC_PAYLOAD_MAX 65536
+
+struct brig_sync_msg {
+    uint32_t type;
+    int32_t value;
+    size_t len;                  /* payload length, not counting the NUL */
+    char payload[BRIG_SYNC_PAYLOAD_MAX + 1];
+};
+
+int brig_sync_send(int fd, uint32_t type, int32_t value, const char *payload,
+                   brig_error_t *err);
+/* Returns 0 on a message, -1 with *err on error or when the peer closed
+ * (errnum EPIPE then). */
+int brig_sync_recv(int fd, struct brig_sync_msg *msg, brig_error_t *err);
+/* Receives and checks the type; a BRIG_SYNC_ERROR from the peer becomes *err. */
+int brig_sync_expect(int fd, uint32_t type, struct brig_sync_msg *msg, brig_error_t *err);
+
+/* Child side: reports *err to the runtime; used right before _exit(). */
+void brig_sync_report_error(int fd, brig_error_t err);
+
+#endif

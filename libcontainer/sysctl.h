@@ -1,0 +1,21 @@
+/* linux.sysctl: written through the container's /proc/sys after pivot_root,
+ * so network sysctls land in the container's network namespace. */
+#ifndef BRIG_SYSCTL_H
+#define BRIG_SYSCTL_H
+
+#include "error.h"
+#include "spec.h"
+
+/* "net.ipv4.ip_forward" → "net/ipv4/ip_forward"; rejects keys that could
+ * leave /proc/sys ("..", "/"). Pure; caller frees. */
+int brig_sysctl_key_to_path(const char *key, char **out, brig_error_t *err);
+
+/* Fails unless the key belongs to a namespace the container owns (IPC,
+ * UTS, network): "sysctl `vm.swappiness` is not namespaced, ...". Pure. */
+int brig_sysctl_check_namespaced(const char *key, brig_error_t *err);
+
+/* Checks and writes every entry, in order, through /proc/sys of the
+ * calling process's mount namespace; the error names the key. */
+int brig_sysctl_apply(const struct brig_kv_list *sysctl, brig_error_t *err);
+
+#endif

@@ -1,0 +1,183 @@
+#define _GNU_SOURCE
+#include "utils.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+
+int brig_write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += w;
+        len -= (size_t) w;
+    }
+    return 0;
+}
+
+ssize_t brig_read_all(int fd, void *buf, size_t len)
+{
+    char *p = buf;
+    size_t got = 0;
+    while (got < len) {
+        ssize_t r = read(fd, p + got, len - got);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (r == 0)
+            break;
+        got += (size_t) r;
+    }
+    return (ssize_t) got;
+}
+
+static int read_fd(int fd, const char *name, char **out, size_t *len, brig_error_t *err)
+{
+    size_t cap = 4096, used = 0;
+    cleanup_free char *buf = malloc(cap);
+    if (buf == NULL)
+        return brig_error_set(err, ENOMEM, "read `%s`", name);
+    for (;;) {
+        if (used + 1 >= cap) {
+            char *bigger = realloc(buf, cap * 2);
+            if (bigger == NULL)
+                return brig_error_set(err, ENOMEM, "read `%s`", name);
+            buf = bigger;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, buf + used, cap - used - 1);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return brig_error_set(err, errno, "read `%s`", name);
+        }
+        if (r == 0)
+            break;
+        used += (size_t) r;
+    }
+    buf[used] = '\0';
+    if (len)
+        *len = used;
+    *out = brig_steal_ptr(buf);
+    return 0;
+}
+
+int brig_read_file_at(int dirfd, const char *name, char **out, size_t *len, brig_error_t *err)
+{
+    cleanup_close int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return brig_error_set(err, errno, "open `%s`", name);
+    return read_fd(fd, name, out, len, err);
+}
+
+int brig_read_file(const char *path, char **out, size_t *len, brig_error_t *err)
+{
+    return brig_read_file_at(AT_FDCWD, path, out, len, err);
+}
+
+int brig_write_file(const char *path, const char *data, size_t len, brig_error_t *err)
+{
+    cleanup_close int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return brig_error_set(err, errno, "open `%s`", path);
+    if (brig_write_all(fd, data, len) < 0)
+        return brig_error_set(err, errno, "write `%s`", path);
+    return 0;
+}
+
+int brig_write_file_atomic_at(int dirfd, const char *name, const char *data, size_t len,
+                              mode_t mode, brig_error_t *err)
+{
+    char tmp[256];
+    if (snprintf(tmp, sizeof tmp, ".%s.tmp", name) >= (int) sizeof tmp)
+        return brig_error_set(err, ENAMETOOLONG, "write `%s`", name);
+    cleanup_close int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    if (fd < 0)
+        return brig_error_set(err, errno, "create `%s`", tmp);
+    if (brig_write_all(fd, data, len) < 0) {
+        int saved = errno;
+        unlinkat(dirfd, tmp, 0);
+        return brig_error_set(err, saved, "write `%s`", tmp);
+    }
+    /* No fsync: the state dir lives on tmpfs (/run) and dies with the host;
+     * rename alone gives readers all-or-nothing. */
+    if (renameat(dirfd, tmp, dirfd, name) < 0) {
+        int saved = errno;
+        unlinkat(dirfd, tmp, 0);
+        return brig_error_set(err, saved, "rename `%s` to `%s`", tmp, name);
+    }
+    return 0;
+}
+
+static int remove_contents(int dfd, const char *name, brig_error_t *err)
+{
+    cleanup_dir DIR *d = fdopendir(dfd);
+    if (d == NULL) {
+        close(dfd);
+        return brig_error_set(err, errno, "open dir `%s`", name);
+    }
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+            continue;
+        if (errno != EISDIR && errno != EPERM)
+            return brig_error_set(err, errno, "remove `%s/%s`", name, de->d_name);
+        if (brig_remove_tree_at(dirfd(d), de->d_name, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int brig_remove_tree_at(int dirfd, const char *name, brig_error_t *err)
+{
+    int dfd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0) {
+        if (errno == ENOENT)
+            return 0;
+        return brig_error_set(err, errno, "open `%s`", name);
+    }
+    if (remove_contents(dfd, name, err) < 0)
+        return -1;
+    if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+        return brig_error_set(err, errno, "remove `%s`", name);
+    return 0;
+}
+
+int brig_process_start_time(pid_t pid, unsigned long long *out, brig_error_t *err)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    cleanup_free char *stat = NULL;
+    if (brig_read_file(path, &stat, NULL, err) < 0)
+        return -1;
+    /* The command name (field 2) may hold spaces and parens: skip past the
+     * last ')' before counting fields. */
+    char *p = strrchr(stat, ')');
+    if (p == NULL)
+        return brig_error_set(err, EINVAL, "parse `%s`", path);
+    p++;
+    for (int field = 3; field < 22; field++) {
+        p = strchr(p + 1, ' ');
+        if (p == NULL)
+            return brig_error_set(err, EINVAL, "parse `%s`", path);
+    }
+    *out = strtoull(p + 1, NULL, 10);
+    return 0;
+}

@@ -1,0 +1,35 @@
+/* Small file and process helpers shared by the library. */
+#ifndef BRIG_UTILS_H
+#define BRIG_UTILS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+/* Reads a whole file; *out is NUL-terminated, caller frees. */
+int brig_read_file(const char *path, char **out, size_t *len, brig_error_t *err);
+int brig_read_file_at(int dirfd, const char *name, char **out, size_t *len, brig_error_t *err);
+
+/* Writes data to an existing file (procfs, sysfs, cgroupfs): one write. */
+int brig_write_file(const char *path, const char *data, size_t len, brig_error_t *err);
+
+/* Writes a file atomically: a temp file in the same dir, then rename. */
+int brig_write_file_atomic_at(int dirfd, const char *name, const char *data, size_t len,
+                              mode_t mode, brig_error_t *err);
+
+/* Writes all of buf, retrying on EINTR and short writes. */
+int brig_write_all(int fd, const void *buf, size_t len);
+
+/* Reads up to len bytes, retrying on EINTR and short reads; returns bytes read. */
+ssize_t brig_read_all(int fd, void *buf, size_t len);
+
+/* Removes a directory tree below dirfd/name (no symlinks followed). */
+int brig_remove_tree_at(int dirfd, const char *name, brig_error_t *err);
+
+/* Start time of a process in clock ticks since boot (field 22 of
+ * /proc/PID/stat), used to tell a process from a later one with the same pid. */
+int brig_process_start_time(pid_t pid, unsigned long long *out, brig_error_t *err);
+
+#endif

@@ -1,0 +1,124 @@
+#define _GNU_SOURCE
+/* brig: the command line. Global flags come before the command, as runc
+ * takes them, so podman and containerd can drive brig unchanged. */
+#include "config.h"
+
+#include <getopt.h>
+#include <seccomp.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "brig.h"
+#include "cli.h"
+#include "state.h"
+
+struct command {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+};
+
+static const struct command commands[] = {
+    { "create", brig_cmd_create, "create a container, its init blocked before exec" },
+    { "start", brig_cmd_start, "start the process of a created container" },
+    { "run", brig_cmd_run, "create and start a container, wait for it" },
+    { "state", brig_cmd_state, "print the state of a container as JSON" },
+    { "kill", brig_cmd_kill, "send a signal to a container's init (or all its processes)" },
+    { "delete", brig_cmd_delete, "remove a container and everything it left" },
+    { "list", brig_cmd_list, "list the containers under --root" },
+    { "spec", brig_cmd_spec, "write a default config.json" },
+    { "features", brig_cmd_features, "print what this runtime supports, as OCI features JSON" },
+};
+
+static int usage(FILE *out)
+{
+    fputs("Usage: brig [global options] COMMAND [options] [args]\n\n"
+          "An OCI container runtime for hardened, disposable sandboxes.\n\n"
+          "Commands:\n", out);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fputs("\nGlobal options:\n"
+          "  --root DIR           state directory (default " BRIG_DEFAULT_ROOT ")\n"
+          "  --log FILE           also write log lines to FILE\n"
+          "  --log-format FORMAT  text (default) or json\n"
+          "  --debug              log debug lines too\n"
+          "  --systemd-cgroup     accepted for compatibility\n"
+          "  -v, --version        print the version\n"
+          "  -h, --help           print this help\n\n"
+          "`brig COMMAND --help` describes a command; `man brig-COMMAND` has more.\n", out);
+    return out == stdout ? 0 : 1;
+}
+
+static int version(void)
+{
+    const struct scmp_version *v = seccomp_version();
+    printf("brig version %s\nspec: %s\nlibseccomp: %u.%u.%u\n", PACKAGE_VERSION, BRIG_OCI_VERSION,
+           v ? v->major : 0, v ? v->minor : 0, v ? v->micro : 0);
+    return 0;
+}
+
+enum { OPT_ROOT = 256, OPT_LOG, OPT_LOG_FORMAT, OPT_DEBUG, OPT_SYSTEMD_CGROUP, OPT_ROOTLESS };
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "root", required_argument, NULL, OPT_ROOT },
+        { "log", required_argument, NULL, OPT_LOG },
+        { "log-format", required_argument, NULL, OPT_LOG_FORMAT },
+        { "debug", no_argument, NULL, OPT_DEBUG },
+        { "systemd-cgroup", no_argument, NULL, OPT_SYSTEMD_CGROUP },
+        { "rootless", required_argument, NULL, OPT_ROOTLESS },
+        { "version", no_argument, NULL, 'v' },
+        { "help", no_argument, NULL, 'h' },
+        { 0 },
+    };
+    brig_command_name = "brig";
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "+vh", opts, NULL)) != -1) {
+        switch (c) {
+        case OPT_ROOT:
+            brig_globals.root = optarg;
+            break;
+        case OPT_LOG:
+            brig_globals.log_path = optarg;
+            break;
+        case OPT_LOG_FORMAT:
+            if (strcmp(optarg, "json") == 0)
+                brig_globals.log_json = true;
+            else if (strcmp(optarg, "text") == 0)
+                brig_globals.log_json = false;
+            else
+                return brig_fail_msg("--log-format: unknown format `%s` (text or json)", optarg);
+            break;
+        case OPT_DEBUG:
+            brig_globals.debug = true;
+            break;
+        case OPT_SYSTEMD_CGROUP:
+            brig_globals.systemd_cgroup = true;
+            break;
+        case OPT_ROOTLESS:
+            break; /* runc's "auto|true|false": brig decides by itself */
+        case 'v':
+            return version();
+        case 'h':
+            return usage(stdout);
+        default:
+            return brig_bad_option(argv);
+        }
+    }
+    if (optind >= argc)
+        return usage(stderr);
+    const char *name = argv[optind];
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(name, commands[i].name) != 0)
+            continue;
+        brig_command_name = name;
+        brig_log("debug", "%s", name);
+        int sub_argc = argc - optind;
+        char **sub_argv = argv + optind;
+        optind = 0; /* re-initialise getopt for the command's own flags */
+        return commands[i].fn(sub_argc, sub_argv);
+    }
+    return brig_fail_msg("unknown command `%s` (see `brig --help`)", name);
+}

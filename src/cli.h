@@ -1,0 +1,46 @@
+/* What every command shares: global flags, logging in runc's shapes, the
+ * one-line error report, and option parsing helpers. */
+#ifndef BRIG_CLI_H
+#define BRIG_CLI_H
+
+#include <getopt.h>
+#include <stdbool.h>
+
+#include "error.h"
+
+struct brig_globals {
+    const char *root;
+    const char *log_path;
+    bool log_json;
+    bool debug;
+    bool systemd_cgroup;
+};
+
+extern struct brig_globals brig_globals;
+extern const char *brig_command_name;
+
+/* Writes a log line to --log (text: time="…" level=… msg="…"; json:
+ * {"level":…,"msg":…,"time":…}). Debug lines only with --debug. */
+void brig_log(const char *level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Reports err as one line on stderr and in the log; returns exit status 1. */
+int brig_fail(brig_error_t *err);
+/* A message-only failure (bad usage): same shape, returns 1. */
+int brig_fail_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A warning that doesn't change the outcome (failed poststart hook). */
+void brig_warn(brig_error_t *warning);
+
+/* Parses a non-negative int option; fails with a message naming the flag. */
+int brig_parse_uint(const char *flag, const char *value, int *out);
+
+/* Prints usage (to stdout for --help) and returns 0. */
+int brig_usage(const char *text);
+
+/* Expect exactly `n` positional args; else one-line error naming the command. */
+int brig_expect_args(int argc, char **argv, int n, const char *what);
+
+
+
+/* getopt_long returned '?' or ':': one line naming the flag. */
+int brig_bad_option(char **argv);
+#endif

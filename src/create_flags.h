@@ -1,0 +1,41 @@
+/* The flags `create` and `run` share. */
+#ifndef BRIG_CREATE_FLAGS_H
+#define BRIG_CREATE_FLAGS_H
+
+#include <getopt.h>
+#include <stdbool.h>
+
+#include "container.h"
+
+#define CREATE_FLAGS_HELP                                                              \
+    "  -b, --bundle DIR         the bundle (default: the current directory)\n"         \
+    "      --pid-file FILE      write the init's pid to FILE\n"                        \
+    "      --console-socket S   unix socket that receives the terminal's master fd\n"  \
+    "      --no-pivot           MS_MOVE + chroot instead of pivot_root (ramdisks)\n"   \
+    "      --no-new-keyring     keep the caller's session keyring\n"                   \
+    "      --preserve-fds N     pass N extra fds (from 3) to the process\n"
+
+/* Flags of run only, parsed by the same loop. */
+struct create_flags {
+    bool detach;
+    bool keep;
+    bool no_subreaper;
+    const char *console_socket;
+};
+
+enum {
+    CREATE_OPT_PID_FILE = 300,
+    CREATE_OPT_CONSOLE_SOCKET,
+    CREATE_OPT_NO_PIVOT,
+    CREATE_OPT_NO_NEW_KEYRING,
+    CREATE_OPT_PRESERVE_FDS,
+    CREATE_OPT_KEEP,
+    CREATE_OPT_NO_SUBREAPER,
+};
+
+extern const struct option create_flag_options[];
+
+/* 0: consumed; 1: failed (message printed); -1: not a create/run flag. */
+int create_flag_apply(int c, struct brig_create_options *o, struct create_flags *extra);
+
+#endif

@@ -1,0 +1,125 @@
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "brig.h"
+#include "cli.h"
+#include "container.h"
+#include "create_flags.h"
+
+static const char usage[] =
+    "Usage: brig run [options] ID\n\n"
+    "Create and start a container, wait for its process and delete it.\n"
+    "Exits with the process's status (128+N when signal N killed it).\n"
+    "Signals sent to brig are forwarded to the container's process.\n\n"
+    "Options:\n"
+    CREATE_FLAGS_HELP
+    "  -d, --detach             return once started; don't wait or delete\n"
+    "      --keep               don't delete the container after it exits\n"
+    "      --no-subreaper       don't adopt the container's orphans\n"
+    "  -h, --help               print this help\n";
+
+static int exit_status(int wstatus)
+{
+    if (WIFEXITED(wstatus))
+        return WEXITSTATUS(wstatus);
+    if (WIFSIGNALED(wstatus))
+        return 128 + WTERMSIG(wstatus);
+    return 255;
+}
+
+/* Reaps every child that is done; returns true once `init` is among them. */
+static bool reap(pid_t init, int *status)
+{
+    bool done = false;
+    int w;
+    pid_t pid;
+    while ((pid = waitpid(-1, &w, WNOHANG)) > 0) {
+        if (pid == init) {
+            *status = exit_status(w);
+            done = true;
+        }
+    }
+    return done;
+}
+
+/* Waits for the init, forwarding every signal brig receives to it. */
+static int wait_forwarding(int sfd, pid_t init)
+{
+    int status = 255;
+    if (reap(init, &status))
+        return status;
+    for (;;) {
+        struct signalfd_siginfo si;
+        ssize_t r = read(sfd, &si, sizeof si);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r != (ssize_t) sizeof si)
+            return 255;
+        if (si.ssi_signo == SIGCHLD) {
+            if (reap(init, &status))
+                return status;
+            continue;
+        }
+        kill(init, (int) si.ssi_signo);
+    }
+}
+
+int brig_cmd_run(int argc, char **argv)
+{
+    struct brig_create_options o = { .root = brig_globals.root };
+    struct create_flags extra = { 0 };
+    int c;
+    while ((c = getopt_long(argc, argv, "+b:dh", create_flag_options, NULL)) != -1) {
+        if (c == 'h')
+            return brig_usage(usage);
+        int r = create_flag_apply(c, &o, &extra);
+        if (r != 0)
+            return r < 0 ? brig_bad_option(argv) : r;
+    }
+    if (brig_expect_args(argc, argv, 1, "container id") != 0)
+        return 1;
+    o.id = argv[optind];
+
+    /* Signals are blocked before the container exists (its init unblocks
+     * them for itself), so none is lost between create and the wait. */
+    sigset_t forwarded, old;
+    sigfillset(&forwarded);
+    sigdelset(&forwarded, SIGSEGV);
+    sigdelset(&forwarded, SIGBUS);
+    sigdelset(&forwarded, SIGILL);
+    sigdelset(&forwarded, SIGFPE);
+    if (!extra.detach)
+        sigprocmask(SIG_BLOCK, &forwarded, &old);
+    if (!extra.detach && !extra.no_subreaper)
+        prctl(PR_SET_CHILD_SUBREAPER, 1);
+
+    brig_error_t err = NULL, warning = NULL;
+    pid_t init;
+    if (brig_container_create(&o, &init, &err) < 0)
+        return brig_fail(&err);
+    if (brig_container_start(o.root, o.id, &warning, &err) < 0) {
+        brig_error_t ignored = NULL;
+        brig_container_delete(o.root, o.id, true, &ignored, &ignored);
+        brig_error_release(&ignored);
+        return brig_fail(&err);
+    }
+    brig_warn(&warning);
+    if (extra.detach)
+        return 0;
+
+    int sfd = signalfd(-1, &forwarded, SFD_CLOEXEC);
+    if (sfd < 0)
+        return brig_fail_msg("run: signalfd: %m");
+    int status = wait_forwarding(sfd, init);
+    close(sfd);
+    if (!extra.keep && brig_container_delete(o.root, o.id, true, &warning, &err) < 0)
+        return brig_fail(&err);
+    brig_warn(&warning);
+    return status;
+}

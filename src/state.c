@@ -1,0 +1,33 @@
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "brig.h"
+#include "cli.h"
+#include "container.h"
+
+static const char usage[] =
+    "Usage: brig state ID\n\n"
+    "Print the state of a container as the runtime spec's JSON state object.\n";
+
+int brig_cmd_state(int argc, char **argv)
+{
+    static const struct option opts[] = { { "help", no_argument, NULL, 'h' }, { 0 } };
+    int c;
+    while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1)
+        return c == 'h' ? brig_usage(usage) : brig_bad_option(argv);
+    if (brig_expect_args(argc, argv, 1, "container id") != 0)
+        return 1;
+    brig_error_t err = NULL;
+    struct brig_state *st = NULL;
+    enum brig_status status;
+    char *json = NULL;
+    if (brig_container_state(brig_globals.root, argv[optind], &st, &status, &err) < 0
+        || brig_state_to_json(st, status, true, &json, &err) < 0) {
+        brig_state_free(st);
+        return brig_fail(&err);
+    }
+    printf("%s\n", json);
+    free(json);
+    brig_state_free(st);
+    return 0;
+}

@@ -1,0 +1,274 @@
+#!/usr/bin/env bash
+# Shared by every integration test.
+#
+# Each test gets its own busybox bundle ($BUNDLE, rootfs in $ROOTFS), its own
+# state directory ($ROOT, passed as --root), a container id ($CID), and a
+# marker ($MARK) put into the environment of brig and of the container
+# process, so that teardown can prove that no process, mount or state
+# directory outlives the test.
+#
+# BRIG names the binary under test. The suite also runs against runc
+# (BRIG=/usr/sbin/runc) to validate the tests themselves; assertions that only
+# brig is expected to meet carry a "brig-specific" comment.
+
+: "${BRIG:=${top_srcdir:-$BATS_TEST_DIRNAME/../..}/brig}"
+BUSYBOX=${BUSYBOX:-/bin/busybox}
+# `run --separate-stderr` needs bats 1.5.
+bats_require_minimum_version 1.5.0
+# A generous upper bound for one brig command, so a hang fails one test
+# instead of stalling the whole suite.
+BRIG_TEST_TIMEOUT=${BRIG_TEST_TIMEOUT:-60}
+
+# True when the binary under test is runc (used only to skip brig-specific
+# checks that runc 1.1 is known not to meet).
+is_runc() {
+	[[ "$(basename "$BRIG")" == runc* ]]
+}
+
+# ---------------------------------------------------------------- setup ----
+
+setup() {
+	setup_bundle
+}
+
+teardown() {
+	teardown_bundle
+}
+
+# Builds the busybox root filesystem once per bats run; tests copy it.
+build_pristine_rootfs() {
+	PRISTINE_ROOTFS=$BATS_RUN_TMPDIR/rootfs-pristine
+	[ -d "$PRISTINE_ROOTFS" ] && return 0
+
+	local tmp applet
+	tmp=$(mktemp -d "$BATS_RUN_TMPDIR/rootfs.XXXXXX")
+	mkdir -p "$tmp"/{bin,etc,proc,sys,dev,tmp,root,home/user,mnt}
+	chmod 1777 "$tmp/tmp"
+	chmod 755 "$tmp"
+	cp "$BUSYBOX" "$tmp/bin/busybox"
+	# `busybox --list` names busybox itself: skip it, or the binary would
+	# be replaced by a symlink to itself.
+	for applet in $("$BUSYBOX" --list); do
+		[ "$applet" = busybox ] || ln -s busybox "$tmp/bin/$applet"
+	done
+	cat >"$tmp/etc/passwd" <<-'EOF'
+		root:x:0:0:root:/root:/bin/sh
+		user:x:1000:1000:user:/home/user:/bin/sh
+		nobody:x:65534:65534:nobody:/nonexistent:/bin/false
+	EOF
+	cat >"$tmp/etc/group" <<-'EOF'
+		root:x:0:
+		user:x:1000:
+		extra:x:2000:user
+		nogroup:x:65534:
+	EOF
+	chown 1000:1000 "$tmp/home/user"
+	# Another test file may have won the race; either copy is fine.
+	mv -T "$tmp" "$PRISTINE_ROOTFS" 2>/dev/null || rm -rf "$tmp"
+}
+
+setup_bundle() {
+	ROOT=$BATS_TEST_TMPDIR/state
+	BUNDLE=$BATS_TEST_TMPDIR/bundle
+	ROOTFS=$BUNDLE/rootfs
+	CID=ct$BATS_SUITE_TEST_NUMBER-$RANDOM
+	MARK=brigtest-$$-$BATS_SUITE_TEST_NUMBER-$RANDOM
+	CT_OUT=$BATS_TEST_TMPDIR/container.out
+	CT_ERR=$BATS_TEST_TMPDIR/container.err
+	: >"$CT_OUT"
+	: >"$CT_ERR"
+
+	build_pristine_rootfs
+	mkdir -p "$BUNDLE"
+	cp -a "$PRISTINE_ROOTFS" "$ROOTFS"
+	(cd "$BUNDLE" && "$BRIG" spec) || fail "\`$BRIG spec\` failed in $BUNDLE"
+	update_config '.process.terminal = false
+		| .process.args = ["true"]
+		| .process.env += ["BRIG_TEST_MARK=" + $mark]' --arg mark "$MARK"
+	# Like a user would: commands without --bundle use the current directory.
+	cd "$BUNDLE"
+}
+
+# update_config JQ_EXPR [jq options...]: edits $BUNDLE/config.json in place.
+update_config() {
+	local expr=$1 tmp
+	shift
+	tmp=$(mktemp "$BATS_TEST_TMPDIR/config.XXXXXX")
+	jq "$@" "$expr" "$BUNDLE/config.json" >"$tmp" || fail "update_config: jq '$expr' failed"
+	mv "$tmp" "$BUNDLE/config.json"
+}
+
+# set_args ARG...: the container process's argv.
+set_args() {
+	local args
+	args=$(jq -n '$ARGS.positional' --args "$@")
+	update_config '.process.args = $a' --argjson a "$args"
+}
+
+# ------------------------------------------------------------- running ----
+
+# brig ARGS...: the binary under test with this test's --root.
+brig() {
+	BRIG_TEST_MARK=$MARK timeout -k 5 "$BRIG_TEST_TIMEOUT" "$BRIG" --root "$ROOT" "$@"
+}
+
+# brig_detached ARGS...: for `create` and `run -d`. The container keeps the
+# stdio it inherits, which would make bats' `run` wait for it to exit; send
+# it to $CT_OUT / $CT_ERR instead. brig's own stderr is replayed on stderr.
+brig_detached() {
+	local rc=0
+	brig "$@" </dev/null >"$CT_OUT" 2>"$CT_ERR" || rc=$?
+	cat "$CT_ERR" >&2
+	return "$rc"
+}
+
+fail() {
+	echo "$@" >&2
+	return 1
+}
+
+# Status of a container as `state` reports it, or "" when it has none.
+container_status() {
+	brig state "$1" 2>/dev/null | jq -r '.status // empty' 2>/dev/null
+}
+
+container_pid() {
+	brig state "$1" | jq -r .pid
+}
+
+# wait_for_status ID STATUS: polls `state` for up to ~5 seconds.
+wait_for_status() {
+	local id=$1 want=$2 got="" i
+	for i in $(seq 50); do
+		got=$(container_status "$id")
+		[ "$got" = "$want" ] && return 0
+		sleep 0.1
+	done
+	fail "container $id: status is '$got', expected '$want'"
+}
+
+# wait_for_file FILE: until FILE exists and is not empty (~5 seconds).
+wait_for_file() {
+	local i
+	for i in $(seq 50); do
+		[ -s "$1" ] && return 0
+		sleep 0.1
+	done
+	fail "$1 did not appear"
+}
+
+# Processes started by this test's brig (init, container, hooks…): they
+# inherit $MARK through the environment. runc re-executes its init with an
+# environment of its own, which names the state directory instead.
+marked_pids() {
+	grep -lzxE -e "BRIG_TEST_MARK=$MARK" -e "_LIBCONTAINER_STATEDIR=$ROOT/.*" \
+		/proc/[0-9]*/environ 2>/dev/null |
+		sed -e 's,^/proc/,,' -e 's,/environ$,,' | grep -vx "$$" || true
+}
+
+# Mounts in the host's namespace anywhere under this test's directories.
+leaked_mounts() {
+	grep -F "$BATS_TEST_TMPDIR" /proc/self/mountinfo || true
+}
+
+# assert_no_leftovers ID: no state dir, no mount, no process. Used after a
+# command that must fail without side effects.
+assert_no_leftovers() {
+	local id=$1 i pids
+	[ ! -e "$ROOT/$id" ] || fail "state directory $ROOT/$id was left behind"
+	[ -z "$(leaked_mounts)" ] || fail "mounts were left behind: $(leaked_mounts)"
+	for i in $(seq 20); do
+		pids=$(marked_pids)
+		[ -z "$pids" ] && break
+		sleep 0.1
+	done
+	[ -z "$pids" ] || fail "processes were left behind: $(for p in $pids; do tr '\0' ' ' <"/proc/$p/cmdline"; echo; done)"
+	# A leaked container would still be listed.
+	if [ -d "$ROOT" ]; then
+		run brig list -q
+		[[ "$output" != *"$id"* ]] || fail "$id is still listed"
+	fi
+}
+
+# assert_one_line_error KEYWORD...: after `run --separate-stderr`, the command
+# failed, printed one line on stderr, and that line names every KEYWORD
+# (KEYWORD "brig:word" is checked against brig only).
+assert_one_line_error() {
+	local word
+	[ "$status" -ne 0 ] || fail "expected failure, got status 0; stdout: $output"
+	[ -n "$stderr" ] || fail "expected an error message on stderr"
+	for word in "$@"; do
+		# brig-specific: a "brig:" prefix marks a word that runc's
+		# message does not contain.
+		if [[ "$word" == brig:* ]]; then
+			is_runc && continue
+			word=${word#brig:}
+		fi
+		[[ "$stderr" == *"$word"* ]] || fail "stderr does not mention '$word': $stderr"
+	done
+	# brig-specific: exactly one line per error (runc logs may differ).
+	if ! is_runc; then
+		[ "${#stderr_lines[@]}" -eq 1 ] || fail "expected one stderr line, got ${#stderr_lines[@]}: $stderr"
+	fi
+}
+
+teardown_bundle() {
+	[ -n "${ROOT:-}" ] || return 0
+	local d id pids problems=""
+
+	if [ -d "$ROOT" ]; then
+		for d in "$ROOT"/*/; do
+			[ -d "$d" ] || continue
+			id=$(basename "$d")
+			brig delete --force "$id" >/dev/null 2>&1 || true
+			[ ! -e "$ROOT/$id" ] || problems+="state of $id survived delete --force; "
+		done
+	fi
+
+	for _ in $(seq 30); do
+		pids=$(marked_pids)
+		[ -z "$pids" ] && break
+		sleep 0.1
+	done
+	if [ -n "$pids" ]; then
+		problems+="processes left: $pids; "
+		kill -9 $pids 2>/dev/null || true
+	fi
+
+	if [ -n "$(leaked_mounts)" ]; then
+		problems+="mounts left: $(leaked_mounts | awk '{print $5}' | tr '\n' ' '); "
+		# Unmount before bats removes the directory: rm -rf through a
+		# leaked bind mount would delete the host files behind it.
+		leaked_mounts | awk '{print $5}' | sort -r | while read -r d; do
+			umount -l "$d" 2>/dev/null || true
+		done
+	fi
+
+	[ -z "$problems" ] || fail "teardown: $problems"
+}
+
+# add_mount DEST TYPE SOURCE [OPTION...]: appends a mount to the config.
+add_mount() {
+	local dest=$1 type=$2 src=$3 opts
+	shift 3
+	opts=$(jq -n '$ARGS.positional' --args "$@")
+	update_config '.mounts += [{destination: $d, type: $t, source: $s, options: $o}]' \
+		--arg d "$dest" --arg t "$type" --arg s "$src" --argjson o "$opts"
+}
+
+# add_bind_mount HOST_DIR DEST [OPTION...]: a bind mount of a host path.
+add_bind_mount() {
+	local src=$1 dest=$2
+	shift 2
+	add_mount "$dest" bind "$src" rbind "$@"
+}
+
+# wait_for_line FILE LINE: until FILE has LINE (~5 seconds).
+wait_for_line() {
+	local i
+	for i in $(seq 50); do
+		grep -qxF -- "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	fail "'$2' did not appear in $1: $(cat "$1" 2>/dev/null)"
+}

@@ -1,0 +1,109 @@
+/* Container ids, signal names, the state file round trip. */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "signals.h"
+#include "state.h"
+#include "unit.h"
+#include "utils.h"
+
+static void ids(void)
+{
+    brig_error_t err = NULL;
+    const char *good[] = { "c1", "a.b-c_d+e", "X", "0123456789" };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        CHECK(brig_id_validate(good[i], &err) == 0, good[i]);
+        brig_error_release(&err);
+    }
+    const char *bad[] = { "", ".", "..", "a/b", "../x", "a b", "a\nb", "ü" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK(brig_id_validate(bad[i], &err) < 0, "bad id rejected");
+        brig_error_release(&err);
+    }
+    char *longid = malloc(1100);
+    memset(longid, 'a', 1099);
+    longid[1099] = '\0';
+    CHECK(brig_id_validate(longid, &err) < 0, "overlong id rejected");
+    brig_error_release(&err);
+    free(longid);
+}
+
+static void signals(void)
+{
+    brig_error_t err = NULL;
+    struct { const char *text; int want; } good[] = {
+        { "TERM", SIGTERM }, { "SIGTERM", SIGTERM }, { "sigkill", SIGKILL }, { "9", 9 },
+        { "USR1", SIGUSR1 }, { "RTMIN", SIGRTMIN }, { "RTMIN+2", SIGRTMIN + 2 },
+        { "SIGRTMAX-1", SIGRTMAX - 1 }, { "WINCH", SIGWINCH },
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        int sig = -1;
+        CHECK(brig_signal_parse(good[i].text, &sig, &err) == 0 && sig == good[i].want, good[i].text);
+        brig_error_release(&err);
+    }
+    const char *bad[] = { "", "FOO", "SIG", "0", "65", "-1", "9x", "RTMIN+99" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int sig;
+        CHECK(brig_signal_parse(bad[i], &sig, &err) < 0, "bad signal rejected");
+        if (err)
+            CHECK(strstr(err->msg, "unknown signal") != NULL, "message says unknown signal");
+        brig_error_release(&err);
+    }
+}
+
+static void state_round_trip(void)
+{
+    brig_error_t err = NULL;
+    char dir[] = "/tmp/brig-state-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "temp dir");
+    int root = brig_state_root_open(dir, true, &err);
+    CHECK(root >= 0, "open root");
+    int d = brig_state_dir_create(root, "c1", &err);
+    CHECK(d >= 0, "create state dir");
+    CHECK(brig_state_dir_create(root, "c1", &err) < 0 && strstr(err->msg, "already exists"),
+          "second create of one id fails");
+    brig_error_release(&err);
+
+    struct brig_kv ann[] = { { (char *) "k", (char *) "v\"q" } };
+    struct brig_state st = {
+        .id = (char *) "c1", .pid = getpid(), .bundle = (char *) "/b", .rootfs = (char *) "/b/rootfs",
+        .created = brig_timestamp_now(), .owner = (char *) "", .annotations = { ann, 1 },
+    };
+    brig_process_start_time(getpid(), &st.pid_start_time, &err);
+    CHECK(brig_state_write(d, &st, &err) == 0, "write state");
+    struct brig_state *back = NULL;
+    CHECK(brig_state_read(d, "c1", &back, &err) == 0, "read state");
+    CHECK(back && back->pid == st.pid && strcmp(back->bundle, "/b") == 0, "fields survive");
+    CHECK(back && back->annotations.n == 1 && strcmp(back->annotations.items[0].value, "v\"q") == 0,
+          "annotations survive with quotes");
+    CHECK(back && brig_state_init_alive(back), "our own pid is alive");
+    CHECK(back && brig_state_status(d, back) == BRIG_STATUS_RUNNING, "no fifo: running");
+    back->pid_start_time++;
+    CHECK(back && !brig_state_init_alive(back), "a different start time means another process");
+    CHECK(back && brig_state_status(d, back) == BRIG_STATUS_STOPPED, "so: stopped");
+    char *json = NULL;
+    CHECK(brig_state_to_json(&st, BRIG_STATUS_CREATED, false, &json, &err) == 0, "oci json");
+    CHECK(json && strstr(json, "\"status\":\"created\"") && strstr(json, "\"ociVersion\":\"1.2.0\""),
+          "oci json has status and version");
+    free(json);
+    brig_state_free(back);
+    free(st.created);
+    close(d);
+    CHECK(brig_state_dir_remove(root, "c1", &err) == 0, "remove state dir");
+    CHECK(brig_state_dir_open(root, "c1", true, &err) < 0 && strstr(err->msg, "does not exist"),
+          "removed dir does not exist");
+    brig_error_release(&err);
+    close(root);
+    rmdir(dir);
+}
+
+int main(void)
+{
+    ids();
+    signals();
+    state_round_trip();
+    return unit_done();
+}
