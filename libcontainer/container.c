@@ -20,6 +20,7 @@
 #include "hooks.h"
 #include "process.h"
 #include "spec.h"
+#include "terminal.h"
 #include "utils.h"
 
 #define KILL_WAIT_MS 10000
@@ -176,7 +177,11 @@ static int create_in_dir(const struct brig_create_options *o, const struct brig_
 {
     struct brig_state *st = NULL;
     int r = new_state(o, spec, &st, err);
-    if (r == 0 && mkfifoat(dir_fd, BRIG_EXEC_FIFO, 0622) < 0)
+    /* Writable by all (the dir is 0700, so only through the fd the init
+     * holds): the init may have switched to an unprivileged or user-namespaced
+     * uid by the time it opens it. fchmod because umask trims mkfifo's mode. */
+    if (r == 0 && (mkfifoat(dir_fd, BRIG_EXEC_FIFO, 0622) < 0
+                   || fchmodat(dir_fd, BRIG_EXEC_FIFO, 0622, 0) < 0))
         r = brig_error_set(err, errno, "create exec fifo");
     if (r == 0 && needs_saved_config(spec)) {
         /* Hooks that run after create need the spec; keep a copy rather
@@ -200,8 +205,19 @@ static int create_in_dir(const struct brig_create_options *o, const struct brig_
         .runtime_hooks = run_runtime_hooks,
         .ctx = &ctx,
     };
+    int master = -1;
     if (r == 0)
-        r = brig_process_spawn_init(&ic, init_pid, err);
+        r = brig_process_spawn_init(&ic, init_pid, &master, err);
+    if (r == 0 && master >= 0) {
+        if (o->console_socket)
+            r = brig_terminal_send_to_socket(o->console_socket, master, err);
+        if (r == 0 && o->pty_master)
+            *o->pty_master = brig_steal_fd(master);
+        if (master >= 0)
+            close(master);
+        if (r < 0)
+            kill(*init_pid, SIGKILL);
+    }
     if (r == 0) {
         st->pid = *init_pid;
         r = brig_process_start_time(st->pid, &st->pid_start_time, err);
@@ -227,6 +243,12 @@ int brig_container_create(const struct brig_create_options *o, pid_t *init_pid, 
     int r = 0;
     if (spec->process == NULL)
         r = brig_error_set(err, 0, "%s: missing process", config_path);
+    else if (spec->process->terminal && !o->console_socket && !o->pty_master)
+        r = brig_error_set(err, 0, "%s: process.terminal is true: give --console-socket to receive it",
+                           config_path);
+    else if (!spec->process->terminal && o->console_socket)
+        r = brig_error_set(err, 0, "--console-socket needs process.terminal to be true in %s",
+                           config_path);
     cleanup_close int root_fd = r < 0 ? -1 : brig_state_root_open(o->root, true, err);
     if (r == 0 && root_fd < 0)
         r = -1;

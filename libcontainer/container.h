@@ -17,6 +17,8 @@ struct brig_create_options {
     bool no_pivot;
     bool no_new_keyring;
     int preserve_fds;
+    const char *console_socket;  /* receives the pty master with process.terminal */
+    int *pty_master;             /* or: the caller takes the master (run relays it) */
 };
 
 int brig_container_create(const struct brig_create_options *opts, pid_t *init_pid,

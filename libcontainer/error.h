@@ -20,7 +20,8 @@ typedef struct brig_error *brig_error_t;
  * already in *err is released first. */
 int brig_error_set(brig_error_t *err, int errnum, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-int brig_error_setv(brig_error_t *err, int errnum, const char *fmt, va_list ap);
+int brig_error_setv(brig_error_t *err, int errnum, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 /* Prefixes "<context>: " to the message already in *err. Returns -1. */
 int brig_error_wrap(brig_error_t *err, const char *fmt, ...)

@@ -25,6 +25,7 @@
 #include "netlink.h"
 #include "sync.h"
 #include "sysctl.h"
+#include "terminal.h"
 #include "utils.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
@@ -256,6 +257,9 @@ int brig_init_exec(const struct brig_init_config *cfg, int sync_fd, int fifo_fd,
         return -1;
     if (setup_process_knobs(cfg, err) < 0)
         return -1;
+
+    if (p->terminal && brig_terminal_setup_init(p, sync_fd, err) < 0)
+        return brig_error_wrap(err, "terminal");
 
     const char *cwd = p->cwd ? p->cwd : "/";
     /* Try the cwd as root first, and again as the process user: a

@@ -83,9 +83,20 @@ static const struct option options[] = {
     { "rstrictatime", OPT_REC_ATIME, MOUNT_ATTR_STRICTATIME },
 };
 
+#define N_OPTIONS (sizeof options / sizeof options[0])
+
+const char *const *brig_mount_option_names(void)
+{
+    static const char *names[N_OPTIONS + 1];
+    if (names[0] == NULL)
+        for (size_t i = 0; i < N_OPTIONS; i++)
+            names[i] = options[i].name;
+    return names;
+}
+
 static const struct option *find_option(const char *name)
 {
-    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++)
+    for (size_t i = 0; i < N_OPTIONS; i++)
         if (strcmp(options[i].name, name) == 0)
             return &options[i];
     return NULL;

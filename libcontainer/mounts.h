@@ -44,7 +44,22 @@ int brig_mount_parse_options(const struct brig_strv *options, struct brig_mount_
                              brig_error_t *err);
 void brig_mount_flags_free(struct brig_mount_flags *f);
 
+/* Every option name brig_mount_parse_options understands, NULL-terminated,
+ * from the same table (for `brig features`). */
+const char *const *brig_mount_option_names(void);
+
 /* rootfsPropagation string → MS_* flags (with MS_REC). -1 + *err when unknown. */
 int brig_propagation_from_name(const char *name, unsigned long *out, brig_error_t *err);
+
+/* Remounts the bind mount at `target` with `set` added and `clear` removed,
+ * keeping every other flag it has now (read with statfs): in a user
+ * namespace the flags inherited from the host are locked and may not be
+ * dropped. No-op when nothing would change. -1 with errno. */
+int brig_remount_bind_keeping(const char *target, unsigned long set, unsigned long clear);
+
+/* mount_setattr(AT_RECURSIVE) of MOUNT_ATTR_* on the mount at O_PATH `fd`
+ * (the root of a mount). No-op when both are 0. -1 with errno (ENOSYS
+ * before Linux 5.12). */
+int brig_mount_set_recursive_attrs(int fd, unsigned long long set, unsigned long long clr);
 
 #endif

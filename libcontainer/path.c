@@ -343,7 +343,8 @@ static int make_in_root(int root_fd, const char *path, mode_t mode, enum walk_go
     int open_flags = O_PATH | (goal == GOAL_DIR ? O_DIRECTORY : 0);
     if (path[0] == '\0')
         path = ".";
-    if (use_openat2()) {
+    bool kernel = use_openat2();
+    if (kernel) {
         int fd = openat2_in_root(root_fd, path, open_flags, 0);
         if (fd >= 0 && goal == GOAL_FILE) {
             struct stat st;
@@ -358,11 +359,12 @@ static int make_in_root(int root_fd, const char *path, mode_t mode, enum walk_go
         if (errno != ENOENT && errno != ENOSYS)
             return brig_error_set(err, errno, "create %s `%s` in the container root", what,
                                   path);
+        kernel = errno != ENOSYS;
     }
     int fd = walk_in_root(root_fd, path, 0, mode, goal);
     if (fd < 0)
         return brig_error_set(err, errno, "create %s `%s` in the container root", what, path);
-    if (!use_openat2())
+    if (!kernel)
         return fd;
     close(fd);
     fd = openat2_in_root(root_fd, path, open_flags, 0);

@@ -119,7 +119,7 @@ static void kill_and_reap(pid_t child, pid_t init)
 }
 
 static int drive_child(const struct brig_init_config *cfg, int sync_fd, pid_t child,
-                       pid_t *init, brig_error_t *err)
+                       pid_t *init, int *pty_master, brig_error_t *err)
 {
     cleanup_free struct brig_sync_msg *msg = malloc(sizeof *msg);
     if (msg == NULL)
@@ -153,6 +153,13 @@ static int drive_child(const struct brig_init_config *cfg, int sync_fd, pid_t ch
                 return -1;
             break;
         }
+        case BRIG_SYNC_PTY_MASTER:
+            if (msg->fd < 0)
+                return brig_error_set(err, EPROTO, "sync: terminal message without an fd");
+            if (*pty_master >= 0)
+                close(*pty_master);
+            *pty_master = msg->fd;
+            break;
         case BRIG_SYNC_READY:
             return 0;
         case BRIG_SYNC_ERROR:
@@ -163,8 +170,10 @@ static int drive_child(const struct brig_init_config *cfg, int sync_fd, pid_t ch
     }
 }
 
-int brig_process_spawn_init(const struct brig_init_config *cfg, pid_t *init_pid, brig_error_t *err)
+int brig_process_spawn_init(const struct brig_init_config *cfg, pid_t *init_pid, int *pty_master,
+                            brig_error_t *err)
 {
+    *pty_master = -1;
     int pair[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
         return brig_error_set(err, errno, "create sync socket");
@@ -197,8 +206,10 @@ int brig_process_spawn_init(const struct brig_init_config *cfg, pid_t *init_pid,
     close(brig_steal_fd(child_fd));
 
     pid_t init = two_step ? 0 : child;
-    if (drive_child(cfg, sync_fd, child, &init, err) < 0) {
+    if (drive_child(cfg, sync_fd, child, &init, pty_master, err) < 0) {
         kill_and_reap(child, init);
+        if (*pty_master >= 0)
+            close(brig_steal_fd(*pty_master));
         return -1;
     }
     *init_pid = init;

@@ -26,7 +26,8 @@ struct brig_init_config {
 
 /* Returns with the init blocked on the exec fifo and *init_pid set, or
  * kills whatever it started and fails. */
-int brig_process_spawn_init(const struct brig_init_config *cfg, pid_t *init_pid,
+/* With process.terminal, *pty_master receives the terminal's master. */
+int brig_process_spawn_init(const struct brig_init_config *cfg, pid_t *init_pid, int *pty_master,
                             brig_error_t *err);
 
 /* Runs in the init after it is in its namespaces: rootfs, identity, exec.

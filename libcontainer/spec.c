@@ -329,22 +329,27 @@ static int json_syntax_error(struct brig_json_ctx *c, char *msg)
         size_t len = strlen(line);
         while (len > 0 && (line[len - 1] == ' ' || line[len - 1] == '\r'))
             line[--len] = '\0';
+        if (n == 0 && len > 0 && line[len - 1] == '.')
+            line[--len] = '\0';
         if (*line && strstr(line, "(right here)") == NULL)
             lines[n++] = line;
     }
     if (lines[0] == NULL)
-        return brig_error_set(c->err, 0, "%s: invalid JSON", c->origin);
+        return brig_json_error(c, "invalid JSON");
     if (lines[1] == NULL)
-        return brig_error_set(c->err, 0, "%s: invalid JSON: %s", c->origin, lines[0]);
-    return brig_error_set(c->err, 0, "%s: invalid JSON: %s near `%s`", c->origin, lines[0],
-                          lines[1]);
+        return brig_json_error(c, "invalid JSON: %s", lines[0]);
+    return brig_json_error(c, "invalid JSON: %s near `%s`", lines[0], lines[1]);
 }
 
 static int parse_tree(struct brig_json_ctx *c, const char *json, size_t len, yajl_val *out)
 {
+    if (json == NULL) {
+        json = "";
+        len = 0;
+    }
     /* yajl wants a C string: a NUL inside would silently end the document. */
     if (memchr(json, '\0', len) != NULL)
-        return brig_error_set(c->err, 0, "%s: invalid JSON: NUL byte in input", c->origin);
+        return brig_json_error(c, "invalid JSON: NUL byte in input");
     cleanup_free char *text = malloc(len + 1);
     if (text == NULL)
         return brig_json_oom(c);
@@ -355,7 +360,7 @@ static int parse_tree(struct brig_json_ctx *c, const char *json, size_t len, yaj
     if (*out == NULL)
         return json_syntax_error(c, msg);
     if (!YAJL_IS_OBJECT(*out))
-        return brig_error_set(c->err, 0, "%s: expected a JSON object", c->origin);
+        return brig_json_error(c, "expected a JSON object");
     return 0;
 }
 

@@ -137,10 +137,12 @@ static const struct default_mount default_mounts[] = {
     { "/dev", "tmpfs", "tmpfs", { "nosuid", "strictatime", "mode=755", "size=65536k", NULL } },
     { "/dev/pts", "devpts", "devpts",
       { "nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5", NULL } },
-    { "/dev/shm", "tmpfs", "shm", { "nosuid", "noexec", "nodev", "mode=1777", "size=65536k", NULL } },
+    { "/dev/shm", "tmpfs", "shm",
+      { "nosuid", "noexec", "nodev", "mode=1777", "size=65536k", NULL } },
     { "/dev/mqueue", "mqueue", "mqueue", { "nosuid", "noexec", "nodev", NULL } },
     { "/sys", "sysfs", "sysfs", { "nosuid", "noexec", "nodev", "ro", NULL } },
-    { "/sys/fs/cgroup", "cgroup", "cgroup", { "nosuid", "noexec", "nodev", "relatime", "ro", NULL } },
+    { "/sys/fs/cgroup", "cgroup", "cgroup",
+      { "nosuid", "noexec", "nodev", "relatime", "ro", NULL } },
 };
 
 /* A user namespace can't mount a fresh sysfs without its own network
@@ -197,8 +199,12 @@ static void put_linux(struct writer *w, bool rootless)
     };
     /* Rootless keeps the host's network (it can't configure a new one) and
      * gets a user namespace instead; it can't write cgroup device rules. */
-    static const char *const ns_root[] = { "pid", "network", "ipc", "uts", "mount", "cgroup", NULL };
-    static const char *const ns_rootless[] = { "pid", "ipc", "uts", "mount", "cgroup", "user", NULL };
+    static const char *const ns_root[] = {
+        "pid", "network", "ipc", "uts", "mount", "cgroup", NULL,
+    };
+    static const char *const ns_rootless[] = {
+        "pid", "ipc", "uts", "mount", "cgroup", "user", NULL,
+    };
 
     open_map(w, "linux");
     if (rootless) {

@@ -59,6 +59,23 @@ static char *path_with(struct brig_json_ctx *c, const char *key)
     return r < 0 ? NULL : s;
 }
 
+int brig_json_error(struct brig_json_ctx *c, const char *fmt, ...)
+{
+    cleanup_free char *msg = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int r = vasprintf(&msg, fmt, ap);
+    va_end(ap);
+    if (r < 0)
+        return brig_json_oom(c);
+    /* Keys and values quoted from the document may hold control
+     * characters; a message must stay one line on a terminal or in a log. */
+    for (char *p = msg; *p; p++)
+        if ((unsigned char) *p < 0x20 || *p == 0x7f)
+            *p = ' ';
+    return brig_error_set(c->err, 0, "%s: %s", c->origin, msg);
+}
+
 int brig_json_fail(struct brig_json_ctx *c, const char *key, const char *fmt, ...)
 {
     cleanup_free char *msg = NULL;
@@ -70,8 +87,8 @@ int brig_json_fail(struct brig_json_ctx *c, const char *key, const char *fmt, ..
     if (r < 0 || where == NULL)
         return brig_json_oom(c);
     if (*where == '\0')
-        return brig_error_set(c->err, 0, "%s: %s", c->origin, msg);
-    return brig_error_set(c->err, 0, "%s: %s: %s", c->origin, where, msg);
+        return brig_json_error(c, "%s", msg);
+    return brig_json_error(c, "%s: %s", where, msg);
 }
 
 int brig_json_missing(struct brig_json_ctx *c, const char *key)
@@ -79,7 +96,7 @@ int brig_json_missing(struct brig_json_ctx *c, const char *key)
     cleanup_free char *where = path_with(c, key);
     if (where == NULL)
         return brig_json_oom(c);
-    return brig_error_set(c->err, 0, "%s: missing %s", c->origin, where);
+    return brig_json_error(c, "missing %s", where);
 }
 
 int brig_json_oom(struct brig_json_ctx *c)
@@ -299,16 +316,21 @@ int brig_json_kv(struct brig_json_ctx *c, yajl_val obj, const char *key,
     out->items = calloc(n, sizeof *out->items);
     if (out->items == NULL)
         return brig_json_oom(c);
-    out->n = n;
     size_t mark = brig_json_push_key(c, key);
     for (size_t i = 0; i < n; i++) {
         yajl_val v = map->u.object.values[i];
         const char *k = map->u.object.keys[i];
+        /* A key repeated later is overridden by it, as for single fields;
+         * a null value is an absent one. */
+        if (brig_json_field(map, k) != v)
+            continue;
         if (!YAJL_IS_STRING(v))
             return brig_json_fail(c, k, "expected a string");
-        out->items[i].key = strdup(k);
-        out->items[i].value = strdup(v->u.string);
-        if (out->items[i].key == NULL || out->items[i].value == NULL)
+        struct brig_kv *kv = &out->items[out->n];
+        kv->key = strdup(k);
+        kv->value = strdup(v->u.string);
+        out->n++;
+        if (kv->key == NULL || kv->value == NULL)
             return brig_json_oom(c);
     }
     brig_json_pop(c, mark);

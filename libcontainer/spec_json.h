@@ -29,6 +29,9 @@ size_t brig_json_push_key(struct brig_json_ctx *c, const char *key);
 size_t brig_json_push_index(struct brig_json_ctx *c, size_t index);
 void brig_json_pop(struct brig_json_ctx *c, size_t mark);
 
+/* "<origin>: <message>", control characters blanked out. Returns -1. */
+int brig_json_error(struct brig_json_ctx *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* "<origin>: <path>[.key]: <message>"; key may be NULL. Return -1. */
 int brig_json_fail(struct brig_json_ctx *c, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -198,7 +198,8 @@ static int parse_memory(struct brig_json_ctx *c, yajl_val v, struct brig_memory 
         || opt_i64(c, v, "swap", &m->has_swap, &m->swap) < 0
         || opt_i64(c, v, "kernel", &m->has_kernel, &m->kernel) < 0
         || opt_i64(c, v, "kernelTCP", &m->has_kernel_tcp, &m->kernel_tcp) < 0
-        || opt_bool(c, v, "disableOOMKiller", &m->has_disable_oom_killer, &m->disable_oom_killer) < 0
+        || opt_bool(c, v, "disableOOMKiller", &m->has_disable_oom_killer,
+                    &m->disable_oom_killer) < 0
         || opt_bool(c, v, "useHierarchy", &m->has_use_hierarchy, &m->use_hierarchy) < 0
         || opt_bool(c, v, "checkBeforeUpdate", &m->has_check_before_update,
                     &m->check_before_update) < 0)

@@ -26,11 +26,42 @@ int brig_sync_send(int fd, uint32_t type, int32_t value, const char *payload, br
     return 0;
 }
 
+int brig_sync_send_fd(int fd, uint32_t type, int passed, brig_error_t *err)
+{
+    struct wire_header h = { type, 0 };
+    struct iovec iov = { &h, sizeof h };
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    memset(&control, 0, sizeof control);
+    struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                        .msg_controllen = sizeof control.buf };
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &passed, sizeof(int));
+    ssize_t r;
+    do
+        r = sendmsg(fd, &m, MSG_NOSIGNAL);
+    while (r < 0 && errno == EINTR);
+    if (r < 0)
+        return brig_error_set(err, errno, "sync: send fd");
+    return 0;
+}
+
 int brig_sync_recv(int fd, struct brig_sync_msg *msg, brig_error_t *err)
 {
     struct wire_header h;
     struct iovec iov[2] = { { &h, sizeof h }, { msg->payload, BRIG_SYNC_PAYLOAD_MAX } };
-    struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = control.buf,
+                        .msg_controllen = sizeof control.buf };
+    msg->fd = -1;
     ssize_t r;
     do
         r = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
@@ -41,6 +72,9 @@ int brig_sync_recv(int fd, struct brig_sync_msg *msg, brig_error_t *err)
         return brig_error_set(err, EPIPE, "sync: peer went away");
     if ((size_t) r < sizeof h)
         return brig_error_set(err, EPROTO, "sync: short message");
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+        memcpy(&msg->fd, CMSG_DATA(c), sizeof(int));
     msg->type = h.type;
     msg->value = h.value;
     msg->len = (size_t) r - sizeof h;

@@ -14,6 +14,7 @@ enum brig_sync_type {
     BRIG_SYNC_INIT_PID,         /* value: pid of the init (two-step spawn) */
     BRIG_SYNC_RUNTIME_HOOKS,    /* mounts are ready: run prestart/createRuntime */
     BRIG_SYNC_READY,            /* set up; about to block on the exec fifo */
+    BRIG_SYNC_PTY_MASTER,       /* carries the terminal's master fd */
     BRIG_SYNC_ERROR,            /* value: errno; payload: message */
     /* runtime → child */
     BRIG_SYNC_MAPS_DONE,
@@ -26,11 +27,14 @@ struct brig_sync_msg {
     uint32_t type;
     int32_t value;
     size_t len;                  /* payload length, not counting the NUL */
+    int fd;                      /* an fd that came with the message, or -1 */
     char payload[BRIG_SYNC_PAYLOAD_MAX + 1];
 };
 
 int brig_sync_send(int fd, uint32_t type, int32_t value, const char *payload,
                    brig_error_t *err);
+/* Sends `passed` along with the message (SCM_RIGHTS). */
+int brig_sync_send_fd(int fd, uint32_t type, int passed, brig_error_t *err);
 /* Returns 0 on a message, -1 with *err on error or when the peer closed
  * (errnum EPIPE then). */
 int brig_sync_recv(int fd, struct brig_sync_msg *msg, brig_error_t *err);

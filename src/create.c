@@ -30,6 +30,7 @@ int brig_cmd_create(int argc, char **argv)
     if (brig_expect_args(argc, argv, 1, "container id") != 0)
         return 1;
     o.id = argv[optind];
+    o.console_socket = extra.console_socket;
     brig_error_t err = NULL;
     pid_t pid;
     if (brig_container_create(&o, &pid, &err) < 0)

@@ -1,5 +1,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/prctl.h>
@@ -11,6 +13,8 @@
 #include "cli.h"
 #include "container.h"
 #include "create_flags.h"
+#include "terminal.h"
+#include "utils.h"
 
 static const char usage[] =
     "Usage: brig run [options] ID\n\n"
@@ -48,26 +52,62 @@ static bool reap(pid_t init, int *status)
     return done;
 }
 
-/* Waits for the init, forwarding every signal brig receives to it. */
-static int wait_forwarding(int sfd, pid_t init)
+/* Copies what is readable on `from` to `to`; false at EOF or error (EIO
+ * is how a pty master says every slave fd is closed). */
+static bool pump(int from, int to)
+{
+    char buf[16384];
+    ssize_t n = read(from, buf, sizeof buf);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return true;
+    if (n <= 0)
+        return false;
+    return brig_write_all(to, buf, (size_t) n) == 0;
+}
+
+/* Waits for the init, forwarding every signal brig receives to it and,
+ * with a terminal, relaying between our stdio and the pty master. */
+static int wait_forwarding(int sfd, pid_t init, int master)
 {
     int status = 255;
-    if (reap(init, &status))
-        return status;
-    for (;;) {
-        struct signalfd_siginfo si;
-        ssize_t r = read(sfd, &si, sizeof si);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r != (ssize_t) sizeof si)
+    bool stdin_open = master >= 0, master_open = master >= 0, done = reap(init, &status);
+    while (!done) {
+        struct pollfd p[3] = {
+            { .fd = sfd, .events = POLLIN },
+            { .fd = stdin_open ? STDIN_FILENO : -1, .events = POLLIN },
+            { .fd = master_open ? master : -1, .events = POLLIN },
+        };
+        if (poll(p, 3, -1) < 0) {
+            if (errno == EINTR)
+                continue;
             return 255;
-        if (si.ssi_signo == SIGCHLD) {
-            if (reap(init, &status))
-                return status;
-            continue;
         }
-        kill(init, (int) si.ssi_signo);
+        if (p[1].revents)
+            stdin_open = pump(STDIN_FILENO, master);
+        if (p[2].revents)
+            master_open = pump(master, STDOUT_FILENO);
+        if (!(p[0].revents & POLLIN))
+            continue;
+        struct signalfd_siginfo si;
+        if (read(sfd, &si, sizeof si) != (ssize_t) sizeof si)
+            continue;
+        if (si.ssi_signo == SIGCHLD)
+            done = reap(init, &status);
+        else if (si.ssi_signo == SIGWINCH && master >= 0)
+            brig_terminal_copy_size(STDIN_FILENO, master);
+        else
+            kill(init, (int) si.ssi_signo);
     }
+    /* What the process wrote just before it exited is still in the pty. */
+    if (master_open) {
+        fcntl(master, F_SETFL, O_NONBLOCK);
+        while (pump(master, STDOUT_FILENO)) {
+            struct pollfd p = { .fd = master, .events = POLLIN };
+            if (poll(&p, 1, 0) <= 0)
+                break;
+        }
+    }
+    return status;
 }
 
 int brig_cmd_run(int argc, char **argv)
@@ -85,6 +125,12 @@ int brig_cmd_run(int argc, char **argv)
     if (brig_expect_args(argc, argv, 1, "container id") != 0)
         return 1;
     o.id = argv[optind];
+    o.console_socket = extra.console_socket;
+    int master = -1;
+    /* In the foreground without a console socket, brig itself is the
+     * terminal's other end. */
+    if (!extra.detach && !extra.console_socket)
+        o.pty_master = &master;
 
     /* Signals are blocked before the container exists (its init unblocks
      * them for itself), so none is lost between create and the wait. */
@@ -116,7 +162,18 @@ int brig_cmd_run(int argc, char **argv)
     int sfd = signalfd(-1, &forwarded, SFD_CLOEXEC);
     if (sfd < 0)
         return brig_fail_msg("run: signalfd: %m");
-    int status = wait_forwarding(sfd, init);
+    struct termios saved;
+    bool raw = false;
+    if (master >= 0 && isatty(STDIN_FILENO)) {
+        brig_terminal_copy_size(STDIN_FILENO, master);
+        raw = brig_terminal_make_raw(STDIN_FILENO, &saved, &warning) == 0;
+        brig_error_release(&warning);
+    }
+    int status = wait_forwarding(sfd, init, master);
+    if (raw)
+        tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+    if (master >= 0)
+        close(master);
     close(sfd);
     if (!extra.keep && brig_container_delete(o.root, o.id, true, &warning, &err) < 0)
         return brig_fail(&err);

@@ -59,7 +59,7 @@ int brig_cmd_spec(int argc, char **argv)
             return brig_fail_msg("spec: `%s` already exists", path);
         return brig_fail_msg("spec: create `%s`: %s", path, strerror(errno));
     }
-    if (brig_write_all(fd, json, strlen(json)) < 0 || brig_write_all(fd, "\n", 1) < 0) {
+    if (brig_write_all(fd, json, strlen(json)) < 0) {
         int saved = errno;
         unlink(path);
         return brig_fail_msg("spec: write `%s`: %s", path, strerror(saved));

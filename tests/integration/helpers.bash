@@ -78,6 +78,9 @@ setup_bundle() {
 	: >"$CT_OUT"
 	: >"$CT_ERR"
 
+	# bats makes its temp dirs 0700; a container whose root is mapped to
+	# another uid (user namespace) must still reach its rootfs.
+	chmod a+x "$BATS_RUN_TMPDIR" "$BATS_RUN_TMPDIR/test" "$BATS_TEST_TMPDIR" 2>/dev/null || true
 	build_pristine_rootfs
 	mkdir -p "$BUNDLE"
 	cp -a "$PRISTINE_ROOTFS" "$ROOTFS"
@@ -98,10 +101,19 @@ update_config() {
 	mv "$tmp" "$BUNDLE/config.json"
 }
 
+# json_array STRING...: a JSON array of the strings (which may hold newlines
+# or start with "-", so neither `jq -R` per line nor `jq --args` will do).
+json_array() {
+	local a
+	for a in "$@"; do
+		printf '%s' "$a" | jq -Rs .
+	done | jq -cs .
+}
+
 # set_args ARG...: the container process's argv.
 set_args() {
 	local args
-	args=$(jq -n '$ARGS.positional' --args "$@")
+	args=$(json_array "$@")
 	update_config '.process.args = $a' --argjson a "$args"
 }
 
@@ -251,7 +263,7 @@ teardown_bundle() {
 add_mount() {
 	local dest=$1 type=$2 src=$3 opts
 	shift 3
-	opts=$(jq -n '$ARGS.positional' --args "$@")
+	opts=$(json_array "$@")
 	update_config '.mounts += [{destination: $d, type: $t, source: $s, options: $o}]' \
 		--arg d "$dest" --arg t "$type" --arg s "$src" --argjson o "$opts"
 }

@@ -85,7 +85,7 @@ start_trapping_container() {
 
 @test "kill with an unknown signal fails and the container still runs" {
 	start_trapping_container
-	for sig in NOSUCHSIG SIGNOPE 0x1 -- 99999; do
+	for sig in NOSUCHSIG SIGNOPE 0x1 99999; do
 		run --separate-stderr brig kill "$CID" "$sig"
 		[ "$status" -ne 0 ] || fail "kill $sig succeeded"
 		assert_one_line_error brig:"$sig"

@@ -137,8 +137,29 @@ static void test_propagation_names(void)
     }
 }
 
+static void test_option_names(void)
+{
+    const char *const *names = brig_mount_option_names();
+    size_t n = 0;
+    bool all_parse = true, has_rbind = false;
+    for (; names[n]; n++) {
+        char *v[2] = { (char *) names[n], NULL };
+        struct brig_strv opts = { v, 1 };
+        struct brig_mount_flags f;
+        brig_error_t err = NULL;
+        /* A listed name is understood: it never lands in data. */
+        all_parse &= brig_mount_parse_options(&opts, &f, &err) == 0 && f.data == NULL;
+        has_rbind |= strcmp(names[n], "rbind") == 0;
+        brig_mount_flags_free(&f);
+        brig_error_release(&err);
+    }
+    CHECK(n > 40 && has_rbind, "option names listed");
+    CHECK(all_parse, "every listed option name is understood");
+}
+
 int main(void)
 {
+    test_option_names();
     test_cases();
     test_unsupported();
     test_propagation_names();

@@ -191,7 +191,8 @@ static void test_open(void)
     brig_error_t err = NULL;
     int fd = brig_path_open_in_root(root_fd, "abs_escape", O_PATH | O_NOFOLLOW, 0, &err);
     struct stat st;
-    CHECK(fd >= 0 && fstat(fd, &st) == 0 && S_ISLNK(st.st_mode), "O_PATH|O_NOFOLLOW opens the link");
+    CHECK(fd >= 0 && fstat(fd, &st) == 0 && S_ISLNK(st.st_mode),
+          "O_PATH|O_NOFOLLOW opens the link");
     if (fd >= 0)
         close(fd);
     brig_error_release(&err);
@@ -230,7 +231,8 @@ static void test_make(void)
     brig_error_release(&err);
 
     fd = brig_path_mkdir_in_root(root_fd, "/esc_dir/inner", 0755, &err);
-    CHECK(fd >= 0 && same_file(fd, "escape_dir/inner"), "mkdir through /../../x link stays in root");
+    CHECK(fd >= 0 && same_file(fd, "escape_dir/inner"),
+          "mkdir through /../../x link stays in root");
     snprintf(p, sizeof p, "%s/escape_dir", tmp);
     CHECK(access(p, F_OK) < 0 && access("/escape_dir", F_OK) < 0, "no escape_dir outside the root");
     if (fd >= 0)
@@ -242,7 +244,8 @@ static void test_make(void)
     CHECK(fd >= 0 && stat(p, &st) == 0 && S_ISREG(st.st_mode) && same_file(fd, "escape_file"),
           "mkfile through ../../ link stays in root");
     snprintf(p, sizeof p, "%s/escape_file", tmp);
-    CHECK(access(p, F_OK) < 0 && access("/escape_file", F_OK) < 0, "no escape_file outside the root");
+    CHECK(access(p, F_OK) < 0 && access("/escape_file", F_OK) < 0,
+          "no escape_file outside the root");
     if (fd >= 0)
         close(fd);
     brig_error_release(&err);

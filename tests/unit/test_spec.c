@@ -369,6 +369,10 @@ static void test_wrong_types(void)
     expect_error("{" MINIMAL ", \"linux\": {\"personality\": {\"domain\": \"BSD\"}}}",
                  "config.json: linux.personality.domain: must be LINUX or LINUX32");
     expect_error("[1, 2]", "config.json: expected a JSON object");
+    expect_error("{" MINIMAL ", \"annotations\": {\"a\\nb\": 1}}",
+                 "config.json: annotations.a b: expected a string");
+    expect_error("{" MINIMAL ", \"linux\": {\"namespaces\": [{\"type\": \"p\\nid\"}]}}",
+                 "linux.namespaces[0].type: unknown namespace type `p id`");
 }
 
 static void test_namespaces(void)
@@ -518,7 +522,8 @@ static void test_ranges(void)
 static void test_malformed(void)
 {
     expect_error("{\"ociVersion\": \"1.2.0\",", "config.json: invalid JSON: parse error: premature EOF");
-    expect_error("{\"ociVersion\": \n x}", "config.json: invalid JSON: lexical error");
+    expect_error("{\"ociVersion\": \n x}",
+                 "config.json: invalid JSON: lexical error: invalid char in json text near `{\"ociVersion\":   x}`");
     expect_error("{\"ociVersion\": \"1\"} trailing", "config.json: invalid JSON: parse error: trailing garbage");
     expect_error("", "config.json: invalid JSON");
     static const char with_nul[] = "{\"ociVersion\": \"1\"}\0{}";
@@ -541,6 +546,13 @@ static void test_forward_compat(void)
                                    "unknown fields ignored");
     if (s) {
         CHECK_STR(s->hostname, "b", "duplicate key: last wins");
+        brig_spec_free(s);
+    }
+    s = parse_ok("{" MINIMAL ", \"annotations\": {\"a\": \"1\", \"b\": null, \"a\": \"2\"}}",
+                 "annotations with null and duplicate");
+    if (s) {
+        CHECK(s->annotations.n == 1, "null entry dropped, duplicate merged");
+        CHECK_STR(s->annotations.n ? s->annotations.items[0].value : NULL, "2", "duplicate entry: last wins");
         brig_spec_free(s);
     }
     brig_error_t err = NULL;

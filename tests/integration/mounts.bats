@@ -1,0 +1,343 @@
+#!/usr/bin/env bats
+# The container's filesystem: spec mounts, /dev, masked and read-only
+# paths, the read-only root, propagation, and symlinks that try to escape.
+
+load helpers
+
+setup() {
+	setup_bundle
+	HOSTDIR=$BATS_TEST_TMPDIR/hostdir
+	mkdir -p "$HOSTDIR"
+	echo "from the host" >"$HOSTDIR/file"
+}
+
+teardown() {
+	# Mounts this test made on the host itself, innermost first.
+	for m in ${HOST_MOUNTS:-}; do
+		umount "$m" 2>/dev/null || true
+	done
+	teardown_bundle
+	if [ -n "${OUTSIDE:-}" ]; then
+		rm -rf "$OUTSIDE"
+	fi
+}
+
+@test "a tmpfs mount gets its size" {
+	add_mount /scratch tmpfs tmpfs size=1m mode=1777
+	set_args sh -c 'grep " /scratch " /proc/self/mountinfo; stat -c %a /scratch; df -k /scratch | tail -1'
+	run brig run "$CID"
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == *" - tmpfs "* ]]
+	[[ "${lines[0]}" == *size=1024k* ]]
+	[ "${lines[1]}" = 1777 ]
+	[ "$(awk '{print $2}' <<<"${lines[2]}")" = 1024 ]
+}
+
+@test "a tmpfs past its size fails with ENOSPC" {
+	add_mount /scratch tmpfs tmpfs size=64k
+	set_args sh -c 'dd if=/dev/zero of=/scratch/big bs=1k count=128 2>&1; echo rc=$?'
+	run brig run "$CID"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"No space left on device"* ]]
+	[[ "$output" == *rc=1* ]]
+}
+
+@test "nosuid, noexec and nodev show in the container's mountinfo" {
+	add_mount /scratch tmpfs tmpfs nosuid noexec nodev
+	add_mount /plain tmpfs tmpfs
+	set_args sh -c 'grep " /scratch " /proc/self/mountinfo | cut -d" " -f6; grep " /plain " /proc/self/mountinfo | cut -d" " -f6'
+	run brig run "$CID"
+	[ "$status" -eq 0 ]
+	for opt in nosuid noexec nodev; do
+		[[ ",${lines[0]}," == *",$opt,"* ]] || fail "$opt missing: ${lines[0]}"
+	done
+	[[ ",${lines[1]}," != *",noexec,"* ]]
+}
+
+@test "noexec forbids running a program from the mount" {
+	add_mount /scratch tmpfs tmpfs noexec
+	set_args sh -c 'cp /bin/busybox /scratch/bb && /scratch/bb true; echo rc=$?'
+	run brig run "$CID"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"Permission denied"* ]]
+	[[ "$output" == *rc=126* ]]
+}
+
+@test "a rw bind mount writes through to the host directory" {
+	add_bind_mount "$HOSTDIR" /data rw
+	set_args sh -c 'cat /data/file; echo "from the container" >/data/new'
+	run brig run "$CID"
+	[ "$status" -eq 0 ]
+	[ "$output" = "from the host" ]
+	[ "$(cat "$HOSTDIR/new")" = "from the container" ]
+}
+
+@test "a ro bind mount refuses writes with EROFS" {
+	add_bind_mount "$HOSTDIR" /data ro
+	set_args sh -c 'cat /data/file; touch /data/new 2>&1; echo rc=$?'
+	run brig run "$CID"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "from the host" ]
+	[[ "$output" == *"Read-only file system"* ]]
+	[[ "$output" == *rc=1 ]]
+	[ ! -e "$HOSTDIR/new" ]
+}
+
+@test "a ro bind mount stays writable on the host" {
+	add_bind_mount "$HOSTDIR" /data ro
+	set_args true
+	run brig run "$CID"
+	[ "$status" -eq 0 ]
+	touch "$HOSTDIR/still-writable"
+}
+
+@test "a single file can be bind mounted" {
+	add_bind_mount "$HOSTDIR/file" /etc/motd ro
+	set_args cat /etc/motd
+	run brig run "$CID"
+	[ "$status" -eq 0 ]
+	[ "$output" = "from the host" ]
+}
+
+@test "a missing mount destination is created, nested" {
+	add_mount /deep/er/mount tmpfs tmpfs
+	set_args sh -c 'grep -c " /deep/er/mount " /proc/self/mountinfo'
+	run brig run "$CID"
+	[ "$status" -eq 0 ]
+	[ "$output" = 1 ]
+}
+
+@test "the container's mounts are not visible on the host" {
+	add_mount /scratch tmpfs tmpfs
+	set_args sleep 100
+	run brig_detached run -d "$CID"
+	[ "$status" -eq 0 ]
+	wait_for_status "$CID" running
+	[ -z "$(grep -F "$BUNDLE" /proc/self/mountinfo)" ]
+	# …but they are in the container's mount namespace.
+	pid=$(container_pid "$CID")
+	grep -q " /scratch " "/proc/$pid/mountinfo"
+}
+
+@test "masked paths read as empty" {
+	mkdir -p "$ROOTFS/secret-dir"
+	echo hidden >"$ROOTFS/secret-dir/inside"
+	echo hidden >"$ROOTFS/etc/secret-file"
+	update_config '.linux.maskedPaths += ["/etc/secret-file", "/secret-dir", "/proc/version", "/does/not/exist"]'
+	set_args sh -c 'echo "[$(cat /etc/secret-file)]"; echo "[$(ls -A /secret-dir)]"; echo "[$(cat /proc/version)]"'
+	run brig run "$CID"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "[]" ]
+	[ "${lines[1]}" = "[]" ]
+	[ "${lines[2]}" = "[]" ]
+	# Masking happens in the container, not in the bundle.
+	[ "$(cat "$ROOTFS/etc/secret-file")" = hidden ]
+}
+
+@test "writes to a masked file do not reach it" {
+	echo hidden >"$ROOTFS/etc/secret-file"
+	update_config '.root.readonly = false | .linux.maskedPaths += ["/etc/secret-file"]'
+	set_args sh -c 'echo x >/etc/secret-file; echo "[$(cat /etc/secret-file)]"'
+	run brig run "$CID"
+	[ "$status" -eq 0 ]
+	[ "$output" = "[]" ]
+	[ "$(cat "$ROOTFS/etc/secret-file")" = hidden ]
+}
+
+@test "read-only paths refuse writes, the rest stays writable" {
+	mkdir -p "$ROOTFS/ro-dir" "$ROOTFS/rw-dir"
+	update_config '.root.readonly = false | .linux.readonlyPaths += ["/ro-dir"]'
+	set_args sh -c 'touch /ro-dir/x 2>&1; echo rc=$?; touch /rw-dir/x; echo rc=$?'
+	run brig run "$CID"
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == *"Read-only file system"* ]]
+	[ "${lines[1]}" = rc=1 ]
+	[ "${lines[2]}" = rc=0 ]
+	[ ! -e "$ROOTFS/ro-dir/x" ]
+	[ -e "$ROOTFS/rw-dir/x" ]
+}
+
+@test "/proc/sys is read-only by default" {
+	set_args sh -c 'echo 1 >/proc/sys/kernel/sysrq; echo rc=$?'
+	run brig run "$CID"
+	[[ "$output" == *rc=1 ]]
+}
+
+@test "root.readonly = true makes / read-only" {
+	update_config '.root.readonly = true'
+	set_args sh -c 'touch /new-file 2>&1; echo rc=$?'
+	run brig run "$CID"
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == *"Read-only file system"* ]]
+	[ "${lines[1]}" = rc=1 ]
+	[ ! -e "$ROOTFS/new-file" ]
+}
+
+@test "root.readonly = false leaves / writable" {
+	update_config '.root.readonly = false'
+	set_args sh -c 'touch /new-file; echo rc=$?'
+	run brig run "$CID"
+	[ "$status" -eq 0 ]
+	[ "$output" = rc=0 ]
+	[ -e "$ROOTFS/new-file" ]
+}
+
+@test "a read-only root still has writable tmpfs mounts" {
+	update_config '.root.readonly = true'
+	add_mount /tmp tmpfs tmpfs
+	set_args sh -c 'touch /tmp/x && echo ok'
+	run brig run "$CID"
+	[ "$status" -eq 0 ]
+	[ "$output" = ok ]
+}
+
+@test "/dev has the standard devices and links" {
+	set_args sh -c '
+		for f in null zero full random urandom tty ptmx; do
+			[ -c /dev/$f ] || echo "not a char device: $f"
+		done
+		for f in fd stdin stdout stderr; do
+			[ -L /dev/$f ] || echo "not a symlink: $f"
+		done
+		[ -d /dev/shm ] || echo "no /dev/shm"
+		[ -d /dev/pts ] || echo "no /dev/pts"
+		stat -c "%n %t %T" /dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/tty
+		for f in fd stdin stdout stderr; do readlink /dev/$f; done
+		head -c 4 /dev/zero | wc -c
+		echo discard >/dev/null && echo null-ok
+		[ "$(head -c 8 /dev/urandom | wc -c)" = 8 ] && echo urandom-ok'
+	run brig run "$CID"
+	[ "$status" -eq 0 ]
+	[[ "$output" != *"not a"* && "$output" != *"no /dev"* ]]
+	grep -qx "/dev/null 1 3" <<<"$output"
+	grep -qx "/dev/zero 1 5" <<<"$output"
+	grep -qx "/dev/full 1 7" <<<"$output"
+	grep -qx "/dev/random 1 8" <<<"$output"
+	grep -qx "/dev/urandom 1 9" <<<"$output"
+	grep -qx "/dev/tty 5 0" <<<"$output"
+	grep -qx "/proc/self/fd" <<<"$output"
+	grep -qx "/proc/self/fd/0" <<<"$output"
+	grep -qx "/proc/self/fd/1" <<<"$output"
+	grep -qx "/proc/self/fd/2" <<<"$output"
+	grep -qx 4 <<<"$output"
+	grep -qx null-ok <<<"$output"
+	grep -qx urandom-ok <<<"$output"
+}
+
+@test "/dev has no host devices beyond the standard ones" {
+	set_args sh -c 'ls /dev'
+	run brig run "$CID"
+	[ "$status" -eq 0 ]
+	[[ " ${lines[*]} " != *" sda "* && " ${lines[*]} " != *" vda "* && " ${lines[*]} " != *" mem "* ]]
+}
+
+@test "a linux.devices entry is created with its type, numbers, mode and owner" {
+	update_config '.linux.devices = [
+		{"path": "/dev/mydev", "type": "c", "major": 1, "minor": 5, "fileMode": 416, "uid": 1000, "gid": 2000},
+		{"path": "/dev/sub/myblk", "type": "b", "major": 7, "minor": 200, "fileMode": 384}]'
+	set_args sh -c 'stat -c "%F %t %T %a %u %g" /dev/mydev /dev/sub/myblk'
+	run brig run "$CID"
+	[ "$status" -eq 0 ]
+	# fileMode 416 is 0640; 384 is 0600. stat prints major/minor in hex.
+	[ "${lines[0]}" = "character special file 1 5 640 1000 2000" ]
+	[ "${lines[1]}" = "block special file 7 c8 600 0 0" ]
+}
+
+# propagation_session PROPAGATION: the rootfs is a shared mount on the host
+# (as an overlay on a systemd host is); after the container starts, the host
+# mounts a tmpfs on rootfs/mnt. Prints whether the container saw it.
+propagation_session() {
+	update_config '.linux.rootfsPropagation = $p' --arg p "$1"
+	mount --bind "$ROOTFS" "$ROOTFS"
+	HOST_MOUNTS=$ROOTFS
+	mount --make-shared "$ROOTFS"
+	mkdir -p "$BATS_TEST_TMPDIR/ctl"
+	add_bind_mount "$BATS_TEST_TMPDIR/ctl" /ctl
+	set_args sh -c '
+		echo ready
+		while [ ! -e /ctl/go ]; do sleep 0.05; done
+		if grep -q " /mnt " /proc/self/mountinfo; then echo seen; else echo unseen; fi'
+	run brig_detached run -d "$CID"
+	[ "$status" -eq 0 ]
+	wait_for_line "$CT_OUT" ready
+	mount -t tmpfs host-tmpfs "$ROOTFS/mnt"
+	HOST_MOUNTS="$ROOTFS/mnt $ROOTFS"
+	touch "$BATS_TEST_TMPDIR/ctl/go"
+	wait_for_status "$CID" stopped
+}
+
+@test "rootfsPropagation rslave: host mounts under the rootfs reach the container" {
+	propagation_session rslave
+	[ "$(tail -1 "$CT_OUT")" = seen ]
+}
+
+@test "rootfsPropagation rprivate: host mounts under the rootfs stay out" {
+	propagation_session rprivate
+	[ "$(tail -1 "$CT_OUT")" = unseen ]
+}
+
+@test "rootfsPropagation private: the container's root mount is not shared" {
+	update_config '.linux.rootfsPropagation = "private"'
+	set_args sh -c 'awk '"'"'$5 == "/"'"'"' /proc/self/mountinfo'
+	run brig run "$CID"
+	[ "$status" -eq 0 ]
+	[ -n "$output" ]
+	[[ "$output" != *shared:* && "$output" != *master:* ]]
+}
+
+@test "an unknown rootfsPropagation fails" {
+	update_config '.linux.rootfsPropagation = "sideways"'
+	run --separate-stderr brig run "$CID"
+	assert_one_line_error brig:sideways
+	assert_no_leftovers "$CID"
+}
+
+@test "a mount on a symlink that points out of the rootfs stays inside" {
+	OUTSIDE=/tmp/outside-$RANDOM-$$
+	rm -rf "$OUTSIDE"
+	ln -s "$OUTSIDE" "$ROOTFS/evil"
+	add_mount /evil tmpfs tmpfs size=1m
+	update_config '.root.readonly = false'
+	set_args sh -c 'touch /evil/written && echo wrote'
+
+	# Refusing the mount or resolving the link inside the rootfs are both
+	# fine; touching the host is not.
+	run brig run "$CID"
+	[ ! -e "$OUTSIDE" ] || fail "the container created $OUTSIDE on the host"
+	! grep -qF " $OUTSIDE " /proc/self/mountinfo
+	if [ "$status" -eq 0 ]; then
+		[ "$output" = wrote ]
+	fi
+	assert_no_leftovers "$CID"
+}
+
+@test "a bind mount onto a symlink that points out of the rootfs stays inside" {
+	OUTSIDE=/tmp/outside-$RANDOM-$$
+	mkdir -p "$OUTSIDE"
+	ln -s "$OUTSIDE" "$ROOTFS/evil"
+	add_bind_mount "$HOSTDIR" /evil rw
+	update_config '.root.readonly = false'
+	set_args sh -c 'touch /evil/written && echo wrote'
+
+	run brig run "$CID"
+	# The host directory the link names is neither covered nor written.
+	[ -z "$(ls -A "$OUTSIDE")" ]
+	! grep -qF " $OUTSIDE " /proc/self/mountinfo
+	if [ "$status" -eq 0 ]; then
+		[ -e "$HOSTDIR/written" ]
+	fi
+	assert_no_leftovers "$CID"
+}
+
+@test "a mount destination with .. cannot climb out of the rootfs" {
+	OUTSIDE=/tmp/outside-$RANDOM-$$
+	rm -rf "$OUTSIDE"
+	rel=../../../../../../../../..$OUTSIDE
+	add_mount "/$rel" tmpfs tmpfs
+	update_config '.root.readonly = false'
+	set_args true
+	run brig run "$CID"
+	[ ! -e "$OUTSIDE" ]
+	! grep -qF " $OUTSIDE " /proc/self/mountinfo
+	assert_no_leftovers "$CID"
+}

@@ -1,0 +1,162 @@
+#!/usr/bin/env bats
+# Namespaces from linux.namespaces: new ones, shared ones, joined ones.
+
+load helpers
+
+teardown() {
+	teardown_bundle
+	if [ -n "${NETNS:-}" ]; then
+		ip netns delete "$NETNS" 2>/dev/null || true
+	fi
+}
+
+# ns_link TYPE: the host's namespace of that type, e.g. "net:[4026531840]".
+host_ns() {
+	readlink "/proc/self/ns/$1"
+}
+
+@test "the container gets its hostname from the config" {
+	update_config '.hostname = "box-one"'
+	set_args hostname
+	run brig run "$CID"
+	[ "$status" -eq 0 ]
+	[ "$output" = box-one ]
+	# The host's name did not change.
+	[ "$(hostname)" != box-one ]
+}
+
+@test "the container gets its domainname from the config" {
+	# brig-specific: runc 1.1 ignores .domainname (it came in runc 1.2).
+	update_config '.hostname = "box-one" | .domainname = "example.org"'
+	set_args cat /proc/sys/kernel/domainname
+	run brig run "$CID"
+	[ "$status" -eq 0 ]
+	[ "$output" = example.org ]
+	[ "$(cat /proc/sys/kernel/domainname)" != example.org ]
+}
+
+@test "the container's process is pid 1 in its pid namespace" {
+	set_args sh -c 'echo $$; ls /proc | grep -c "^[0-9]"'
+	run brig run "$CID"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = 1 ]
+	# sh, ls and grep: nothing of the host is visible.
+	[ "${lines[1]}" -le 3 ]
+}
+
+@test "a new network namespace has only lo, and it is up" {
+	set_args sh -c 'ls /sys/class/net; cat /sys/class/net/lo/flags; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "; ip link show lo'
+	run brig run "$CID"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = lo ]
+	# IFF_UP is bit 0 of the flags.
+	[ $((${lines[1]} & 1)) -eq 1 ]
+	[ "${lines[2]}" = lo ]
+	[[ "${lines[3]}" == *"<LOOPBACK,UP"* ]]
+}
+
+@test "loopback works in a new network namespace" {
+	# busybox ping needs a raw socket.
+	update_config '.process.capabilities |= with_entries(.value += ["CAP_NET_RAW"])'
+	set_args sh -c 'ping -c 1 -W 2 127.0.0.1 >/dev/null && echo reachable'
+	run brig run "$CID"
+	[ "$status" -eq 0 ]
+	[ "$output" = reachable ]
+}
+
+@test "ipc, uts, net, pid and mount namespaces are distinct from the host's" {
+	set_args sh -c 'for t in ipc uts net pid mnt; do readlink /proc/self/ns/$t; done'
+	run brig run "$CID"
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 5 ]
+	i=0
+	for t in ipc uts net pid mnt; do
+		[[ "${lines[$i]}" == "$t:["*"]" ]] || fail "bad link ${lines[$i]}"
+		[ "${lines[$i]}" != "$(host_ns "$t")" ] || fail "$t namespace is the host's"
+		i=$((i + 1))
+	done
+}
+
+@test "a namespace not in the config is shared with the host" {
+	update_config '.linux.namespaces |= map(select(.type != "network" and .type != "ipc"))'
+	set_args sh -c 'readlink /proc/self/ns/net; readlink /proc/self/ns/ipc; readlink /proc/self/ns/uts'
+	run brig run "$CID"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "$(host_ns net)" ]
+	[ "${lines[1]}" = "$(host_ns ipc)" ]
+	[ "${lines[2]}" != "$(host_ns uts)" ]
+}
+
+@test "the container joins an existing network namespace by path" {
+	NETNS=brig-test-$RANDOM-$$
+	ip netns add "$NETNS"
+	ip -n "$NETNS" link set lo up
+	want=$(ip netns exec "$NETNS" readlink /proc/self/ns/net)
+	update_config '.linux.namespaces |= map(if .type == "network" then .path = $p else . end)' \
+		--arg p "/var/run/netns/$NETNS"
+	set_args readlink /proc/self/ns/net
+	run brig run "$CID"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$want" ]
+	[ "$output" != "$(host_ns net)" ]
+}
+
+@test "a namespace path that does not exist fails the create" {
+	update_config '.linux.namespaces |= map(if .type == "network" then .path = "/var/run/netns/brig-no-such-ns" else . end)'
+	run --separate-stderr brig run "$CID"
+	assert_one_line_error brig-no-such-ns
+	assert_no_leftovers "$CID"
+}
+
+@test "a user namespace maps the ids of the config" {
+	update_config '.linux.namespaces += [{"type": "user"}]
+		| .linux.uidMappings = [{"containerID": 0, "hostID": 100000, "size": 65536}]
+		| .linux.gidMappings = [{"containerID": 0, "hostID": 200000, "size": 65536}]'
+	set_args sh -c 'id -u; id -g; cat /proc/self/uid_map; cat /proc/self/gid_map; exec sleep 100'
+	run brig_detached run -d "$CID"
+	[ "$status" -eq 0 ]
+	wait_for_status "$CID" running
+	wait_for_file "$CT_OUT"
+	for _ in $(seq 20); do [ "$(wc -l <"$CT_OUT")" -ge 4 ] && break; sleep 0.1; done
+
+	mapfile -t out <"$CT_OUT"
+	[ "${out[0]}" = 0 ]
+	[ "${out[1]}" = 0 ]
+	[ "$(echo ${out[2]})" = "0 100000 65536" ]
+	[ "$(echo ${out[3]})" = "0 200000 65536" ]
+	# Seen from the host, the process runs as the mapped ids.
+	pid=$(container_pid "$CID")
+	[ "$(stat -c %u "/proc/$pid")" = 100000 ]
+	[ "$(stat -c %g "/proc/$pid")" = 200000 ]
+	[ "$(readlink "/proc/$pid/ns/user")" != "$(host_ns user)" ]
+}
+
+@test "a user namespace maps a non-root user" {
+	update_config '.linux.namespaces += [{"type": "user"}]
+		| .linux.uidMappings = [{"containerID": 0, "hostID": 100000, "size": 65536}]
+		| .linux.gidMappings = [{"containerID": 0, "hostID": 100000, "size": 65536}]
+		| .process.user = {"uid": 1000, "gid": 1000}'
+	set_args sh -c 'id -u; id -g'
+	run brig run "$CID"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = 1000 ]
+	[ "${lines[1]}" = 1000 ]
+}
+
+@test "a time namespace offsets the boot and monotonic clocks" {
+	# brig-specific: runc 1.1 has no time namespace support.
+	update_config '.linux.namespaces += [{"type": "time"}]
+		| .linux.timeOffsets = {"boottime": {"secs": 864000, "nanosecs": 0},
+		                        "monotonic": {"secs": 864000, "nanosecs": 0}}'
+	set_args sh -c 'cut -d" " -f1 /proc/uptime; cat /proc/self/timens_offsets; readlink /proc/self/ns/time'
+	host_uptime=$(cut -d' ' -f1 /proc/uptime)
+	run brig run "$CID"
+	[ "$status" -eq 0 ]
+	inside=${lines[0]%.*}
+	host=${host_uptime%.*}
+	[ "$inside" -ge $((host + 864000)) ]
+	[ "$inside" -le $((host + 864000 + 30)) ]
+	printf '%s\n' "${lines[@]}" | grep -Eq '^monotonic +864000 +0$'
+	printf '%s\n' "${lines[@]}" | grep -Eq '^boottime +864000 +0$'
+	[ "${lines[-1]}" != "$(host_ns time)" ]
+}
