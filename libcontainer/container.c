@@ -7,6 +7,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,8 +19,10 @@
 
 #include "cleanup.h"
 #include "hooks.h"
+#include "mounts.h"
 #include "process.h"
 #include "spec.h"
+#include "sysctl.h"
 #include "terminal.h"
 #include "utils.h"
 
@@ -192,6 +195,8 @@ static int create_in_dir(const struct brig_create_options *o, const struct brig_
         if (r == 0)
             r = brig_write_file_atomic_at(dir_fd, BRIG_POSTSTOP_CONFIG, json, len, 0600, err);
     }
+    if (r == 0 && brig_mounts_check_destinations(spec, st->rootfs, err) < 0)
+        r = brig_error_wrap(err, "%s", config_path);
     struct create_ctx ctx = { st, spec };
     struct brig_init_config ic = {
         .spec = spec,
@@ -246,6 +251,8 @@ int brig_container_create(const struct brig_create_options *o, pid_t *init_pid, 
     else if (spec->process->terminal && !o->console_socket && !o->pty_master)
         r = brig_error_set(err, 0, "%s: process.terminal is true: give --console-socket to receive it",
                            config_path);
+    else if (brig_sysctl_validate(spec, err) < 0)
+        r = brig_error_wrap(err, "%s", config_path);
     else if (!spec->process->terminal && o->console_socket)
         r = brig_error_set(err, 0, "--console-socket needs process.terminal to be true in %s",
                            config_path);
@@ -465,6 +472,23 @@ int brig_container_state(const char *root, const char *id, struct brig_state **s
     return 0;
 }
 
+/* list names the owner (the user who created the container, i.e. who owns
+ * its state dir) where `state` leaves the field empty, as runc does. */
+static void set_owner_from_dir(int root_fd, struct brig_state *st)
+{
+    struct stat sb;
+    if (fstatat(root_fd, st->id, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+        return;
+    struct passwd *pw = getpwuid(sb.st_uid);
+    char uid[16];
+    snprintf(uid, sizeof uid, "#%u", sb.st_uid);
+    char *name = strdup(pw ? pw->pw_name : uid);
+    if (name) {
+        free(st->owner);
+        st->owner = name;
+    }
+}
+
 static int compare_entries(const void *a, const void *b)
 {
     const struct brig_container_entry *x = a, *y = b;
@@ -491,6 +515,8 @@ int brig_container_list(const char *root, struct brig_container_entry **out, siz
             brig_error_release(&ignored);
             continue;
         }
+        if (*st->owner == '\0')
+            set_owner_from_dir(dirfd(d), st);
         if (*n == cap) {
             cap = cap ? cap * 2 : 16;
             struct brig_container_entry *bigger = realloc(*out, cap * sizeof **out);

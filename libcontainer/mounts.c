@@ -197,14 +197,17 @@ static const char *mount_source_name(const struct brig_mount *m)
     return m->source ? m->source : m->type ? m->type : "none";
 }
 
+/* "mount `tmpfs` (tmpfs) on `/data`": the source, the type when it says
+ * more than the source does, and the destination. */
 static int mount_error(brig_error_t *err, int errnum, const struct brig_mount *m,
                        const char *step)
 {
-    if (step != NULL)
-        return brig_error_set(err, errnum, "mount `%s` on `%s`: %s", mount_source_name(m),
-                              m->destination, step);
-    return brig_error_set(err, errnum, "mount `%s` on `%s`", mount_source_name(m),
-                          m->destination);
+    const char *source = mount_source_name(m);
+    bool show_type = m->type && strcmp(m->type, source) != 0;
+    return brig_error_set(err, errnum, "mount `%s`%s%s%s on `%s`%s%s", source,
+                          show_type ? " (type " : "", show_type ? m->type : "",
+                          show_type ? ")" : "", m->destination, step ? ": " : "",
+                          step ? step : "");
 }
 
 static bool is_bind_mount(const struct brig_mount *m, const struct brig_mount_flags *mf)

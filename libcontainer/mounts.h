@@ -48,6 +48,14 @@ void brig_mount_flags_free(struct brig_mount_flags *f);
  * from the same table (for `brig features`). */
 const char *const *brig_mount_option_names(void);
 
+/* Refuses a mount whose destination is itself a symlink that leads out of
+ * the rootfs (absolute, or climbing above "/"): mounting "inside" it would
+ * look like mounting on the host. Symlinks on the way to a destination are
+ * fine: they are resolved inside the rootfs. Runs in the runtime, before
+ * the container exists. */
+int brig_mounts_check_destinations(const struct brig_spec *spec, const char *rootfs,
+                                   brig_error_t *err);
+
 /* rootfsPropagation string → MS_* flags (with MS_REC). -1 + *err when unknown. */
 int brig_propagation_from_name(const char *name, unsigned long *out, brig_error_t *err);
 

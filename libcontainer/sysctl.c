@@ -70,6 +70,35 @@ int brig_sysctl_check_namespaced(const char *key, brig_error_t *err)
                           key);
 }
 
+/* The namespace a namespaced sysctl belongs to. */
+static enum brig_ns_type sysctl_namespace(const char *key)
+{
+    if (has_prefix(key, "net."))
+        return BRIG_NS_NETWORK;
+    if (strcmp(key, "kernel.hostname") == 0 || strcmp(key, "kernel.domainname") == 0)
+        return BRIG_NS_UTS;
+    return BRIG_NS_IPC;
+}
+
+int brig_sysctl_validate(const struct brig_spec *spec, brig_error_t *err)
+{
+    if (spec->linux_ == NULL)
+        return 0;
+    const struct brig_kv_list *sysctl = &spec->linux_->sysctl;
+    for (size_t i = 0; i < sysctl->n; i++) {
+        const char *key = sysctl->items[i].key;
+        if (brig_sysctl_check_namespaced(key, err) < 0)
+            return -1;
+        enum brig_ns_type ns = sysctl_namespace(key);
+        if (brig_spec_namespace(spec, ns) == NULL)
+            return brig_error_set(err, 0,
+                                  "sysctl `%s` needs a %s namespace of the container's own; "
+                                  "setting it would change the host",
+                                  key, brig_ns_type_name(ns));
+    }
+    return 0;
+}
+
 /* Opens the sysctl file below /proc/sys without following any symlink.
  * openat2(RESOLVE_NO_SYMLINKS) covers every component; where it is missing,
  * O_NOFOLLOW still covers the last one, and /proc/sys has no symlinks of

@@ -16,6 +16,9 @@ int brig_sysctl_check_namespaced(const char *key, brig_error_t *err);
 
 /* Checks and writes every entry, in order, through /proc/sys of the
  * calling process's mount namespace; the error names the key. */
+/* Every key namespaced, and its namespace (network, uts, ipc) one the spec
+ * gives the container: checked by the runtime before anything is created. */
+int brig_sysctl_validate(const struct brig_spec *spec, brig_error_t *err);
 int brig_sysctl_apply(const struct brig_kv_list *sysctl, brig_error_t *err);
 
 #endif

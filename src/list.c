@@ -51,7 +51,7 @@ static void print_table(const struct brig_container_entry *e, size_t n)
         printf("%-*s   %-*d   %-*s   %-*s   %-*s   %s\n", w_id, s->id, w_pid,
                e[i].status == BRIG_STATUS_STOPPED ? 0 : s->pid, w_status,
                brig_status_name(e[i].status), w_bundle, s->bundle, w_created, s->created,
-               *s->owner ? s->owner : "root");
+               s->owner);
     }
 }
 

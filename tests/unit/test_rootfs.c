@@ -269,7 +269,7 @@ static void exercise(const struct brig_spec *spec, bool in_userns, bool no_pivot
     brig_error_t err = NULL;
     int host_tmp = open("/tmp", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (!in_userns && root_propagation == NULL && !brig_path_force_fallback) {
-        /* A failing mount first: the message names source and destination. */
+        /* A failing mount first: the message names source, type and destination. */
         struct brig_mount bad = mnt("/bad", "brigfs-nonexistent", "none", NO_OPTS);
         struct brig_spec bad_spec = *spec;
         bad_spec.mounts = &bad;
@@ -277,7 +277,7 @@ static void exercise(const struct brig_spec *spec, bool in_userns, bool no_pivot
         struct brig_rootfs_config bad_cfg = cfg;
         bad_cfg.spec = &bad_spec;
         CHECK(chdir(bundle) == 0 && brig_rootfs_prepare(&bad_cfg, &err) < 0, "bad mount fails");
-        CHECK_STR(err ? err->msg : NULL, "mount `none` on `/bad`: No such device",
+        CHECK_STR(err ? err->msg : NULL, "mount `none` (type brigfs-nonexistent) on `/bad`: No such device",
                   "error names the mount");
         brig_error_release(&err);
     }
