@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "cleanup.h"
 #include "hooks.h"
 #include "mounts.h"
@@ -148,9 +149,10 @@ static int new_state(const struct brig_create_options *o, const struct brig_spec
     st->id = strdup(o->id);
     st->created = brig_timestamp_now();
     st->owner = strdup("");
+    st->cgroup_path = strdup("");
     const struct brig_namespace *pid_ns = brig_spec_namespace(spec, BRIG_NS_PID);
     st->own_pid_ns = pid_ns != NULL && pid_ns->path == NULL;
-    if (!st->id || !st->created || !st->owner || copy_annotations(&spec->annotations, &st->annotations) < 0)
+    if (!st->id || !st->created || !st->owner || !st->cgroup_path || copy_annotations(&spec->annotations, &st->annotations) < 0)
         return brig_error_set(err, ENOMEM, "state");
     return resolve_paths(o, spec, &st->bundle, &st->rootfs, err);
 }
@@ -168,6 +170,40 @@ static int write_pid_file(const char *path, pid_t pid, brig_error_t *err)
     if (brig_write_file_atomic_at(dfd, basename(base_copy), buf, (size_t) n, 0644, err) < 0)
         return brig_error_wrap(err, "pid file `%s`", path);
     return 0;
+}
+
+/* The caller's own cgroup v2 path, from the "0::" line of /proc/self/cgroup. */
+static char *own_cgroup(void)
+{
+    cleanup_free char *text = NULL;
+    brig_error_t ignored = NULL;
+    if (brig_read_file("/proc/self/cgroup", &text, NULL, &ignored) < 0) {
+        brig_error_release(&ignored);
+        return strdup("/");
+    }
+    for (char *line = text; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        if (strncmp(line, "0::", 3) == 0)
+            return strdup(line + 3);
+        line = nl ? nl + 1 : NULL;
+    }
+    return strdup("/");
+}
+
+static int setup_cgroup(const struct brig_create_options *o, const struct brig_spec *spec,
+                        struct brig_cgroup *cg, brig_error_t *err)
+{
+    const struct brig_linux *l = spec->linux_;
+    cleanup_free char *mine = own_cgroup();
+    cleanup_free char *relative = NULL;
+    if (mine == NULL)
+        return brig_error_set(err, ENOMEM, "cgroup");
+    if (brig_cgroup_path_resolve(l ? l->cgroups_path : NULL, o->id, mine, &relative, err) < 0)
+        return -1;
+    static const struct brig_resources none;
+    return brig_cgroup_create(relative, l && l->resources ? l->resources : &none, cg, err);
 }
 
 static bool needs_saved_config(const struct brig_spec *spec)
@@ -197,6 +233,11 @@ static int create_in_dir(const struct brig_create_options *o, const struct brig_
     }
     if (r == 0 && brig_mounts_check_destinations(spec, st->rootfs, err) < 0)
         r = brig_error_wrap(err, "%s", config_path);
+    struct brig_cgroup cg = { NULL, -1 };
+    if (r == 0 && !o->no_cgroup && setup_cgroup(o, spec, &cg, err) < 0)
+        r = -1;
+    if (r == 0 && cg.path && (st->cgroup_path = strdup(cg.path)) == NULL)
+        r = brig_error_set(err, ENOMEM, "cgroup");
     struct create_ctx ctx = { st, spec };
     struct brig_init_config ic = {
         .spec = spec,
@@ -207,6 +248,7 @@ static int create_in_dir(const struct brig_create_options *o, const struct brig_
         .no_pivot = o->no_pivot,
         .no_new_keyring = o->no_new_keyring,
         .preserve_fds = o->preserve_fds,
+        .cgroup_fd = cg.dir_fd,
         .runtime_hooks = run_runtime_hooks,
         .ctx = &ctx,
     };
@@ -233,6 +275,15 @@ static int create_in_dir(const struct brig_create_options *o, const struct brig_
         if (r < 0)
             kill(st->pid, SIGKILL);
     }
+    if (r < 0 && cg.path) {
+        brig_error_t ignored = NULL;
+        if (cg.dir_fd >= 0)
+            brig_cgroup_kill_all(&cg, &ignored);
+        brig_error_release(&ignored);
+        brig_cgroup_destroy(cg.path, &ignored);
+        brig_error_release(&ignored);
+    }
+    brig_cgroup_close(&cg);
     brig_state_free(st);
     return r;
 }
@@ -309,8 +360,8 @@ static int run_post_hooks(int dir_fd, const struct brig_state *st, enum brig_sta
 
 /* ---- start ---- */
 
-static int open_locked(const char *root, const char *id, int *root_fd, struct brig_state **st,
-                       brig_error_t *err)
+int brig_container_open(const char *root, const char *id, int *root_fd, struct brig_state **st,
+                        brig_error_t *err)
 {
     *root_fd = brig_state_root_open(root, false, err);
     if (*root_fd < 0) {
@@ -362,7 +413,7 @@ int brig_container_start(const char *root, const char *id, brig_error_t *warning
 {
     cleanup_close int root_fd = -1;
     struct brig_state *st = NULL;
-    cleanup_close int dir_fd = open_locked(root, id, &root_fd, &st, err);
+    cleanup_close int dir_fd = brig_container_open(root, id, &root_fd, &st, err);
     if (dir_fd < 0)
         return -1;
     enum brig_status status = brig_state_status(dir_fd, st);
@@ -380,12 +431,30 @@ int brig_container_start(const char *root, const char *id, brig_error_t *warning
 
 /* ---- kill ---- */
 
+/* Every process of the container: through its cgroup when brig manages
+ * one, else through its pid namespace. */
+static int signal_all(const struct brig_state *st, int sig, brig_error_t *err)
+{
+    if (*st->cgroup_path) {
+        struct brig_cgroup cg;
+        if (brig_cgroup_open(st->cgroup_path, &cg, err) < 0)
+            return -1;
+        int r = sig == SIGKILL ? brig_cgroup_kill_all(&cg, err)
+                               : brig_cgroup_signal_all(&cg, sig, err);
+        brig_cgroup_close(&cg);
+        return r;
+    }
+    if (st->own_pid_ns && sig != SIGKILL)
+        return signal_pid_namespace(st->pid, sig, err);
+    return 0;
+}
+
 static int signal_container(const struct brig_state *st, int sig, bool all, brig_error_t *err)
 {
     cleanup_close int pidfd = init_pidfd(st);
     if (pidfd < 0)
         return brig_error_set(err, 0, "container `%s` is not running", st->id);
-    if (all && st->own_pid_ns && sig != SIGKILL && signal_pid_namespace(st->pid, sig, err) < 0)
+    if (all && signal_all(st, sig, err) < 0)
         return -1;
     /* SIGKILL to the init of a pid namespace takes every process in it. */
     if (syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) < 0 && errno != ESRCH)
@@ -397,7 +466,7 @@ int brig_container_kill(const char *root, const char *id, int sig, bool all, bri
 {
     cleanup_close int root_fd = -1;
     struct brig_state *st = NULL;
-    cleanup_close int dir_fd = open_locked(root, id, &root_fd, &st, err);
+    cleanup_close int dir_fd = brig_container_open(root, id, &root_fd, &st, err);
     if (dir_fd < 0)
         return -1;
     enum brig_status status = brig_state_status(dir_fd, st);
@@ -415,6 +484,11 @@ int brig_container_kill(const char *root, const char *id, int sig, bool all, bri
 static int kill_and_wait(const struct brig_state *st, brig_error_t *err)
 {
     cleanup_close int pidfd = init_pidfd(st);
+    /* A frozen cgroup would hold SIGKILL back until thawed; cgroup.kill
+     * works on frozen cgroups, and takes the processes outside the init's
+     * pid namespace too. */
+    if (*st->cgroup_path && signal_all(st, SIGKILL, err) < 0)
+        return -1;
     if (pidfd < 0)
         return 0;
     if (syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
@@ -429,7 +503,7 @@ int brig_container_delete(const char *root, const char *id, bool force, brig_err
 {
     cleanup_close int root_fd = -1;
     struct brig_state *st = NULL;
-    cleanup_close int dir_fd = open_locked(root, id, &root_fd, &st, err);
+    cleanup_close int dir_fd = brig_container_open(root, id, &root_fd, &st, err);
     if (dir_fd < 0) {
         /* `delete --force` of what isn't there is done already. */
         if (force && (*err)->errnum == ENOENT) {
@@ -445,9 +519,15 @@ int brig_container_delete(const char *root, const char *id, bool force, brig_err
                            brig_status_name(status));
     if (r == 0 && status != BRIG_STATUS_STOPPED && status != BRIG_STATUS_CREATING)
         r = kill_and_wait(st, err);
+    /* A stopped init may leave processes behind in its cgroup (no pid
+     * namespace of its own): they go too, or the cgroup can't be removed. */
+    if (r == 0 && status == BRIG_STATUS_STOPPED && *st->cgroup_path)
+        r = signal_all(st, SIGKILL, err);
     if (r == 0 && status != BRIG_STATUS_CREATING
         && run_post_hooks(dir_fd, st, BRIG_STATUS_STOPPED, false, warning) < 0)
         brig_error_wrap(warning, "container `%s`", id);
+    if (r == 0 && *st->cgroup_path)
+        r = brig_cgroup_destroy(st->cgroup_path, err);
     if (r == 0)
         r = brig_state_dir_remove(root_fd, id, err);
     brig_state_free(st);

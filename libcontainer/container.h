@@ -17,6 +17,7 @@ struct brig_create_options {
     bool no_pivot;
     bool no_new_keyring;
     int preserve_fds;
+    bool no_cgroup;              /* --cgroup-manager=disabled: the caller manages cgroups */
     const char *console_socket;  /* receives the pty master with process.terminal */
     int *pty_master;             /* or: the caller takes the master (run relays it) */
 };
@@ -40,6 +41,21 @@ int brig_container_delete(const char *root, const char *id, bool force, brig_err
 
 int brig_container_state(const char *root, const char *id, struct brig_state **state,
                          enum brig_status *status, brig_error_t *err);
+
+/* Opens <root>/<id> locked and reads its state; returns the dir fd. */
+int brig_container_open(const char *root, const char *id, int *root_fd, struct brig_state **st,
+                        brig_error_t *err);
+
+/* Operations on a live container's cgroup (container_cgroup.c). */
+int brig_container_pause(const char *root, const char *id, brig_error_t *err);
+int brig_container_resume(const char *root, const char *id, brig_error_t *err);
+int brig_container_pids(const char *root, const char *id, pid_t **pids, size_t *n,
+                        brig_error_t *err);
+int brig_container_update(const char *root, const char *id, const struct brig_resources *r,
+                          brig_error_t *err);
+struct brig_cgroup_stats;
+int brig_container_stats(const char *root, const char *id, struct brig_cgroup_stats *out,
+                         brig_error_t *err);
 
 struct brig_container_entry {
     struct brig_state *state;

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,6 +245,10 @@ int brig_init_exec(const struct brig_init_config *cfg, int sync_fd, int fifo_fd,
 
     if (setsid() < 0)
         return brig_error_set(err, errno, "setsid");
+    /* Now that we are in the container's cgroup, a new cgroup namespace
+     * makes that cgroup the container's "/". */
+    if (spec_new_ns(spec, BRIG_NS_CGROUP) && unshare(CLONE_NEWCGROUP) < 0)
+        return brig_error_set(err, errno, "create cgroup namespace");
     if (spec_has_ns(spec, BRIG_NS_USER)) {
         if (setresgid(0, 0, 0) < 0 && errno != EINVAL)
             return brig_error_set(err, errno, "become root in the user namespace");

@@ -10,6 +10,9 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <linux/sched.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -28,6 +31,24 @@ static pid_t clone_fork(unsigned long flags)
     return (pid_t) syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, NULL);
 }
 
+/* clone3 straight into the container's cgroup: the child never runs a
+ * single instruction outside it, and no cgroup.procs write is needed.
+ * Returns -1 with errno when the kernel can't. */
+static pid_t clone_into_cgroup(unsigned long flags, int cgroup_fd)
+{
+    struct clone_args args;
+    memset(&args, 0, sizeof args);
+    args.flags = flags | CLONE_INTO_CGROUP;
+    args.exit_signal = SIGCHLD;
+    args.cgroup = (uint64_t) cgroup_fd;
+    return (pid_t) syscall(SYS_clone3, &args, sizeof args);
+}
+
+int brig_process_clone_flags(const struct brig_spec *spec)
+{
+    return brig_ns_new_flags(spec) & ~CLONE_NEWCGROUP;
+}
+
 /* The two-step path: a "joiner" child enters namespaces by path and creates
  * the rest with unshare(). The pid and time namespaces only apply to
  * children, so when either changes, the joiner forks the real init. */
@@ -35,7 +56,7 @@ static int joiner_enter(const struct brig_init_config *cfg, const struct brig_ns
                         int sync_fd, brig_error_t *err)
 {
     const int later = CLONE_NEWPID | CLONE_NEWTIME;
-    int flags = brig_ns_new_flags(cfg->spec);
+    int flags = brig_process_clone_flags(cfg->spec);
     struct brig_sync_msg *msg = malloc(sizeof *msg);
     if (msg == NULL)
         return brig_error_set(err, ENOMEM, "spawn init");
@@ -76,7 +97,7 @@ static int joiner_enter(const struct brig_init_config *cfg, const struct brig_ns
 
 static __attribute__((noreturn)) void child_main(const struct brig_init_config *cfg,
                                                  const struct brig_ns_join *join, bool two_step,
-                                                 int sync_fd, int fifo_fd)
+                                                 bool wait_cgroup, int sync_fd, int fifo_fd)
 {
     brig_error_t err = NULL;
     sigset_t all;
@@ -86,9 +107,17 @@ static __attribute__((noreturn)) void child_main(const struct brig_init_config *
      * the lock until exec and deadlock `start`. */
     close(cfg->state_dir_fd);
 
-    int flags = brig_ns_new_flags(cfg->spec);
+    int flags = brig_process_clone_flags(cfg->spec);
     int r = 0;
-    if (two_step) {
+    if (wait_cgroup) {
+        struct brig_sync_msg *msg = malloc(sizeof *msg);
+        r = msg ? brig_sync_expect(sync_fd, BRIG_SYNC_CGROUP_DONE, msg, &err)
+                : brig_error_set(&err, ENOMEM, "spawn init");
+        free(msg);
+    }
+    if (r < 0) {
+        /* reported below */
+    } else if (two_step) {
         r = joiner_enter(cfg, join, sync_fd, &err);
     } else if (flags & CLONE_NEWUSER) {
         struct brig_sync_msg *msg = malloc(sizeof *msg);
@@ -116,6 +145,17 @@ static void kill_and_reap(pid_t child, pid_t init)
         while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
             ;
     }
+}
+
+/* Old kernels: the runtime moves the child, which waits until it's done. */
+static int place_in_cgroup(int cgroup_fd, pid_t child, int sync_fd, brig_error_t *err)
+{
+    cleanup_close int procs = openat(cgroup_fd, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+    char buf[16];
+    int n = snprintf(buf, sizeof buf, "%d", child);
+    if (procs < 0 || write(procs, buf, (size_t) n) != n)
+        return brig_error_set(err, errno, "move container init into its cgroup");
+    return brig_sync_send(sync_fd, BRIG_SYNC_CGROUP_DONE, 0, NULL, err);
 }
 
 static int drive_child(const struct brig_init_config *cfg, int sync_fd, pid_t child,
@@ -186,13 +226,21 @@ int brig_process_spawn_init(const struct brig_init_config *cfg, pid_t *init_pid,
     struct brig_ns_join join;
     if (brig_ns_open_paths(cfg->spec, &join, err) < 0)
         return -1;
-    int flags = brig_ns_new_flags(cfg->spec);
+    int flags = brig_process_clone_flags(cfg->spec);
     /* One clone does it all unless a namespace is joined by path (the user
      * namespace must be entered before others are created) or a time
      * namespace is asked for (clone() can't create one). */
     bool two_step = join.any || (flags & CLONE_NEWTIME);
 
-    pid_t child = clone_fork(two_step ? 0 : (unsigned long) flags);
+    unsigned long clone_flags = two_step ? 0 : (unsigned long) flags;
+    bool wait_cgroup = false;
+    pid_t child = -1;
+    if (cfg->cgroup_fd >= 0) {
+        child = clone_into_cgroup(clone_flags, cfg->cgroup_fd);
+        wait_cgroup = child < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL);
+    }
+    if (cfg->cgroup_fd < 0 || wait_cgroup)
+        child = clone_fork(clone_flags);
     if (child < 0) {
         int saved = errno;
         brig_ns_join_close(&join);
@@ -200,10 +248,14 @@ int brig_process_spawn_init(const struct brig_init_config *cfg, pid_t *init_pid,
     }
     if (child == 0) {
         close(sync_fd);
-        child_main(cfg, &join, two_step, child_fd, fifo_fd);
+        child_main(cfg, &join, two_step, wait_cgroup, child_fd, fifo_fd);
     }
     brig_ns_join_close(&join);
     close(brig_steal_fd(child_fd));
+    if (wait_cgroup && place_in_cgroup(cfg->cgroup_fd, child, sync_fd, err) < 0) {
+        kill_and_reap(child, 0);
+        return -1;
+    }
 
     pid_t init = two_step ? 0 : child;
     if (drive_child(cfg, sync_fd, child, &init, pty_master, err) < 0) {

@@ -18,6 +18,7 @@ struct brig_init_config {
     bool no_pivot;
     bool no_new_keyring;
     int preserve_fds;         /* fds 3 .. 3+N-1 pass through to the process */
+    int cgroup_fd;            /* the container's cgroup dir, or -1 */
     /* Runs prestart and createRuntime hooks once the init's mounts are in
      * place; hands back the state JSON that container-side hooks read. */
     int (*runtime_hooks)(void *ctx, pid_t init_pid, char **state_json, brig_error_t *err);
@@ -29,6 +30,11 @@ struct brig_init_config {
 /* With process.terminal, *pty_master receives the terminal's master. */
 int brig_process_spawn_init(const struct brig_init_config *cfg, pid_t *init_pid, int *pty_master,
                             brig_error_t *err);
+
+/* The namespaces to create up front. The cgroup namespace is left to the
+ * init, which unshares it once it is in the container's cgroup, so that
+ * cgroup becomes its "/". */
+int brig_process_clone_flags(const struct brig_spec *spec);
 
 /* Runs in the init after it is in its namespaces: rootfs, identity, exec.
  * Returns only on failure. */

@@ -433,6 +433,30 @@ int brig_process_parse(const char *json, size_t len, const char *origin,
     return 0;
 }
 
+static void resources_freep(struct brig_resources **r)
+{
+    brig_resources_free(*r);
+}
+
+int brig_resources_parse(const char *json, size_t len, const char *origin,
+                         struct brig_resources **out, brig_error_t *err)
+{
+    struct brig_json_ctx c = { .origin = origin ? origin : "resources.json", .err = err };
+    cleanup_tree yajl_val tree = NULL;
+    __attribute__((cleanup(resources_freep))) struct brig_resources *r = NULL;
+
+    *out = NULL;
+    if (parse_tree(&c, json, len, &tree) < 0)
+        return -1;
+    r = calloc(1, sizeof *r);
+    if (r == NULL)
+        return brig_json_oom(&c);
+    if (brig_spec_parse_resources(&c, tree, r) < 0)
+        return -1;
+    *out = brig_steal_ptr(r);
+    return 0;
+}
+
 /* config.json is small; a cap keeps a hostile bundle from making us
  * allocate without bound. */
 #define SPEC_MAX_SIZE (64u << 20)

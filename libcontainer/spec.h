@@ -355,6 +355,11 @@ int brig_process_parse(const char *json, size_t len, const char *origin,
                        struct brig_process **out, brig_error_t *err);
 void brig_process_free(struct brig_process *process);
 
+/* A lone linux.resources object (`update -r FILE`). */
+int brig_resources_parse(const char *json, size_t len, const char *origin,
+                         struct brig_resources **out, brig_error_t *err);
+void brig_resources_free(struct brig_resources *r);
+
 /* The namespace of a type, or NULL when the spec doesn't ask for it. */
 const struct brig_namespace *brig_spec_namespace(const struct brig_spec *spec,
                                                  enum brig_ns_type type);

@@ -350,7 +350,7 @@ static int parse_pids(struct brig_json_ctx *c, yajl_val res, struct brig_resourc
     return 0;
 }
 
-static int parse_resources(struct brig_json_ctx *c, yajl_val v, struct brig_resources *r)
+int brig_spec_parse_resources(struct brig_json_ctx *c, yajl_val v, struct brig_resources *r)
 {
     if (BRIG_JSON_OBJECTS(c, v, "devices", r->devices, r->n_devices, parse_device_rule) < 0
         || BRIG_JSON_SUBOBJECT(c, v, "memory", r->memory, parse_memory) < 0
@@ -452,7 +452,7 @@ int brig_spec_parse_linux(struct brig_json_ctx *c, yajl_val v, struct brig_linux
         || parse_time_offsets(c, v, l) < 0
         || BRIG_JSON_OBJECTS(c, v, "devices", l->devices, l->n_devices, parse_device) < 0
         || brig_json_string(c, v, "cgroupsPath", &l->cgroups_path) < 0
-        || BRIG_JSON_SUBOBJECT(c, v, "resources", l->resources, parse_resources) < 0
+        || BRIG_JSON_SUBOBJECT(c, v, "resources", l->resources, brig_spec_parse_resources) < 0
         || brig_json_kv(c, v, "sysctl", &l->sysctl) < 0
         || BRIG_JSON_SUBOBJECT(c, v, "seccomp", l->seccomp, parse_seccomp) < 0
         || parse_rootfs_propagation(c, v, l) < 0
@@ -467,7 +467,7 @@ int brig_spec_parse_linux(struct brig_json_ctx *c, yajl_val v, struct brig_linux
 
 /* ---- freeing ---------------------------------------------------------------------------- */
 
-static void free_resources(struct brig_resources *r)
+void brig_resources_free(struct brig_resources *r)
 {
     if (r == NULL)
         return;
@@ -539,7 +539,7 @@ void brig_spec_free_linux(struct brig_linux *l)
     }
     free(l->devices);
     free(l->cgroups_path);
-    free_resources(l->resources);
+    brig_resources_free(l->resources);
     brig_kv_list_free(&l->sysctl);
     free_seccomp(l->seccomp);
     free(l->rootfs_propagation);

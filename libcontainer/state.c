@@ -14,6 +14,7 @@
 #include <yajl/yajl_gen.h>
 #include <yajl/yajl_tree.h>
 
+#include "cgroup.h"
 #include "cleanup.h"
 #include "utils.h"
 
@@ -186,8 +187,11 @@ int brig_state_to_json(const struct brig_state *st, enum brig_status status, boo
     gen_kv(g, "rootfs", st->rootfs);
     gen_kv(g, "created", st->created);
     gen_kv(g, "owner", st->owner);
-    GEN_STR(g, "annotations");
-    gen_annotations(g, &st->annotations);
+    /* Omitted when empty, as the runtime spec's state schema allows. */
+    if (st->annotations.n > 0) {
+        GEN_STR(g, "annotations");
+        gen_annotations(g, &st->annotations);
+    }
     yajl_gen_map_close(g);
     int r = gen_finish(g, out, err);
     yajl_gen_free(g);
@@ -211,6 +215,7 @@ static int state_file_json(const struct brig_state *st, char **out, brig_error_t
     gen_kv(g, "owner", st->owner);
     GEN_STR(g, "ownPidNamespace");
     yajl_gen_bool(g, st->own_pid_ns);
+    gen_kv(g, "cgroupPath", st->cgroup_path);
     GEN_STR(g, "annotations");
     gen_annotations(g, &st->annotations);
     yajl_gen_map_close(g);
@@ -278,6 +283,7 @@ int brig_state_read(int dir_fd, const char *id, struct brig_state **out, brig_er
             st->rootfs = strdup("");
             st->created = strdup("");
             st->owner = strdup("");
+            st->cgroup_path = strdup("");
             brig_error_release(err);
             *out = st;
             return 0;
@@ -300,11 +306,13 @@ int brig_state_read(int dir_fd, const char *id, struct brig_state **out, brig_er
     st->rootfs = tree_string(root, "rootfs");
     st->created = tree_string(root, "created");
     st->owner = tree_string(root, "owner");
+    st->cgroup_path = tree_string(root, "cgroupPath");
     const char *own_pid[] = { "ownPidNamespace", NULL };
     st->own_pid_ns = YAJL_IS_TRUE(yajl_tree_get(root, own_pid, yajl_t_true));
     int ann = read_annotations(root, &st->annotations);
     yajl_tree_free(root);
-    if (ann < 0 || !st->id || !st->bundle || !st->rootfs || !st->created || !st->owner) {
+    if (ann < 0 || !st->id || !st->bundle || !st->rootfs || !st->created || !st->owner
+        || !st->cgroup_path) {
         brig_state_free(st);
         return brig_error_set(err, ENOMEM, "read state of `%s`", id);
     }
@@ -321,6 +329,7 @@ void brig_state_free(struct brig_state *st)
     free(st->rootfs);
     free(st->created);
     free(st->owner);
+    free(st->cgroup_path);
     for (size_t i = 0; i < st->annotations.n; i++) {
         free(st->annotations.items[i].key);
         free(st->annotations.items[i].value);
@@ -354,6 +363,19 @@ bool brig_state_init_alive(const struct brig_state *st)
     return start == st->pid_start_time;
 }
 
+static bool cgroup_frozen(const char *path)
+{
+    struct brig_cgroup cg;
+    brig_error_t err = NULL;
+    if (brig_cgroup_open(path, &cg, &err) < 0) {
+        brig_error_release(&err);
+        return false;
+    }
+    bool frozen = brig_cgroup_is_frozen(&cg);
+    brig_cgroup_close(&cg);
+    return frozen;
+}
+
 enum brig_status brig_state_status(int dir_fd, const struct brig_state *st)
 {
     if (st->pid == 0) {
@@ -366,6 +388,8 @@ enum brig_status brig_state_status(int dir_fd, const struct brig_state *st)
         return BRIG_STATUS_STOPPED;
     if (faccessat(dir_fd, BRIG_EXEC_FIFO, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
         return BRIG_STATUS_CREATED;
+    if (st->cgroup_path && *st->cgroup_path && cgroup_frozen(st->cgroup_path))
+        return BRIG_STATUS_PAUSED;
     return BRIG_STATUS_RUNNING;
 }
 

@@ -34,6 +34,7 @@ struct brig_state {
     char *owner;
     struct brig_kv_list annotations;
     bool own_pid_ns;                  /* the container has a pid namespace of its own */
+    char *cgroup_path;                /* absolute; "" when cgroups are not managed */
 };
 
 const char *brig_status_name(enum brig_status status);
@@ -59,7 +60,8 @@ int brig_state_write(int dir_fd, const struct brig_state *state, brig_error_t *e
 int brig_state_read(int dir_fd, const char *id, struct brig_state **out, brig_error_t *err);
 void brig_state_free(struct brig_state *state);
 
-/* Where the container is now, from its init process and the exec fifo. */
+/* Where the container is now, from its init process, the exec fifo and
+ * its cgroup's freezer. */
 enum brig_status brig_state_status(int dir_fd, const struct brig_state *state);
 /* True while the init (pid + start time) is alive and not a zombie. */
 bool brig_state_init_alive(const struct brig_state *state);

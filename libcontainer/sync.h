@@ -18,6 +18,7 @@ enum brig_sync_type {
     BRIG_SYNC_ERROR,            /* value: errno; payload: message */
     /* runtime → child */
     BRIG_SYNC_MAPS_DONE,
+    BRIG_SYNC_CGROUP_DONE,      /* the child is in its cgroup (no clone3 here) */
     BRIG_SYNC_HOOKS_DONE,       /* payload: the state JSON for container hooks */
 };
 

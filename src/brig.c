@@ -27,6 +27,11 @@ static const struct command commands[] = {
     { "delete", brig_cmd_delete, "remove a container and everything it left" },
     { "list", brig_cmd_list, "list the containers under --root" },
     { "spec", brig_cmd_spec, "write a default config.json" },
+    { "pause", brig_cmd_pause, "freeze every process of a container" },
+    { "resume", brig_cmd_resume, "thaw a paused container" },
+    { "ps", brig_cmd_ps, "list the processes of a container" },
+    { "update", brig_cmd_update, "change the resource limits of a running container" },
+    { "events", brig_cmd_events, "print resource statistics and OOM events of a container" },
     { "features", brig_cmd_features, "print what this runtime supports, as OCI features JSON" },
 };
 
@@ -43,6 +48,7 @@ static int usage(FILE *out)
           "  --log-format FORMAT  text (default) or json\n"
           "  --debug              log debug lines too\n"
           "  --systemd-cgroup     accepted for compatibility\n"
+          "  --cgroup-manager M   cgroupfs (default) or disabled: the caller manages cgroups\n"
           "  -v, --version        print the version\n"
           "  -h, --help           print this help\n\n"
           "`brig COMMAND --help` describes a command; `man brig-COMMAND` has more.\n", out);
@@ -57,7 +63,15 @@ static int version(void)
     return 0;
 }
 
-enum { OPT_ROOT = 256, OPT_LOG, OPT_LOG_FORMAT, OPT_DEBUG, OPT_SYSTEMD_CGROUP, OPT_ROOTLESS };
+enum {
+    OPT_ROOT = 256,
+    OPT_LOG,
+    OPT_LOG_FORMAT,
+    OPT_DEBUG,
+    OPT_SYSTEMD_CGROUP,
+    OPT_ROOTLESS,
+    OPT_CGROUP_MANAGER,
+};
 
 int main(int argc, char **argv)
 {
@@ -68,6 +82,7 @@ int main(int argc, char **argv)
         { "debug", no_argument, NULL, OPT_DEBUG },
         { "systemd-cgroup", no_argument, NULL, OPT_SYSTEMD_CGROUP },
         { "rootless", required_argument, NULL, OPT_ROOTLESS },
+        { "cgroup-manager", required_argument, NULL, OPT_CGROUP_MANAGER },
         { "version", no_argument, NULL, 'v' },
         { "help", no_argument, NULL, 'h' },
         { 0 },
@@ -96,6 +111,13 @@ int main(int argc, char **argv)
             break;
         case OPT_SYSTEMD_CGROUP:
             brig_globals.systemd_cgroup = true;
+            break;
+        case OPT_CGROUP_MANAGER:
+            if (strcmp(optarg, "disabled") == 0)
+                brig_globals.no_cgroup = true;
+            else if (strcmp(optarg, "cgroupfs") != 0)
+                return brig_fail_msg("--cgroup-manager: `%s` is not supported (cgroupfs or disabled)",
+                                     optarg);
             break;
         case OPT_ROOTLESS:
             break; /* runc's "auto|true|false": brig decides by itself */

@@ -11,5 +11,10 @@ int brig_cmd_delete(int argc, char **argv);
 int brig_cmd_list(int argc, char **argv);
 int brig_cmd_spec(int argc, char **argv);
 int brig_cmd_features(int argc, char **argv);
+int brig_cmd_pause(int argc, char **argv);
+int brig_cmd_resume(int argc, char **argv);
+int brig_cmd_ps(int argc, char **argv);
+int brig_cmd_update(int argc, char **argv);
+int brig_cmd_events(int argc, char **argv);
 
 #endif

@@ -17,7 +17,7 @@ static const char usage[] =
 
 int brig_cmd_create(int argc, char **argv)
 {
-    struct brig_create_options o = { .root = brig_globals.root };
+    struct brig_create_options o = { .root = brig_globals.root, .no_cgroup = brig_globals.no_cgroup };
     struct create_flags extra = { 0 };
     int c;
     while ((c = getopt_long(argc, argv, "+b:h", create_flag_options, NULL)) != -1) {

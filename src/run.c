@@ -112,7 +112,7 @@ static int wait_forwarding(int sfd, pid_t init, int master)
 
 int brig_cmd_run(int argc, char **argv)
 {
-    struct brig_create_options o = { .root = brig_globals.root };
+    struct brig_create_options o = { .root = brig_globals.root, .no_cgroup = brig_globals.no_cgroup };
     struct create_flags extra = { 0 };
     int c;
     while ((c = getopt_long(argc, argv, "+b:dh", create_flag_options, NULL)) != -1) {

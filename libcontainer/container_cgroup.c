@@ -1,0 +1,118 @@
+#define _GNU_SOURCE
+/* pause, resume, ps, update, stats: what a live container's cgroup does. */
+#include "container.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "cleanup.h"
+
+/* Opens the container with its cgroup; fails clearly when brig doesn't
+ * manage one for it (--cgroup-manager=disabled). */
+static int open_with_cgroup(const char *root, const char *id, struct brig_state **st,
+                            enum brig_status *status, struct brig_cgroup *cg, brig_error_t *err)
+{
+    int root_fd = -1;
+    int dir_fd = brig_container_open(root, id, &root_fd, st, err);
+    if (root_fd >= 0)
+        close(root_fd);
+    if (dir_fd < 0)
+        return -1;
+    *status = brig_state_status(dir_fd, *st);
+    if (*(*st)->cgroup_path == '\0') {
+        brig_state_free(*st);
+        *st = NULL;
+        close(dir_fd);
+        return brig_error_set(err, 0, "container `%s` has no cgroup managed by brig", id);
+    }
+    if (brig_cgroup_open((*st)->cgroup_path, cg, err) < 0) {
+        brig_state_free(*st);
+        *st = NULL;
+        close(dir_fd);
+        return -1;
+    }
+    return dir_fd;
+}
+
+static int set_frozen(const char *root, const char *id, bool frozen, brig_error_t *err)
+{
+    struct brig_state *st = NULL;
+    enum brig_status status;
+    struct brig_cgroup cg;
+    cleanup_close int dir_fd = open_with_cgroup(root, id, &st, &status, &cg, err);
+    if (dir_fd < 0)
+        return -1;
+    int r;
+    enum brig_status want = frozen ? BRIG_STATUS_RUNNING : BRIG_STATUS_PAUSED;
+    if (status != want)
+        r = brig_error_set(err, 0, "cannot %s container `%s`: it is %s", frozen ? "pause" : "resume",
+                           id, brig_status_name(status));
+    else
+        r = brig_cgroup_freeze(&cg, frozen, err);
+    brig_cgroup_close(&cg);
+    brig_state_free(st);
+    return r;
+}
+
+int brig_container_pause(const char *root, const char *id, brig_error_t *err)
+{
+    return set_frozen(root, id, true, err);
+}
+
+int brig_container_resume(const char *root, const char *id, brig_error_t *err)
+{
+    return set_frozen(root, id, false, err);
+}
+
+int brig_container_pids(const char *root, const char *id, pid_t **pids, size_t *n,
+                        brig_error_t *err)
+{
+    struct brig_state *st = NULL;
+    enum brig_status status;
+    struct brig_cgroup cg;
+    cleanup_close int dir_fd = open_with_cgroup(root, id, &st, &status, &cg, err);
+    if (dir_fd < 0)
+        return -1;
+    int r = brig_cgroup_pids(&cg, pids, n, err);
+    brig_cgroup_close(&cg);
+    brig_state_free(st);
+    return r;
+}
+
+int brig_container_update(const char *root, const char *id, const struct brig_resources *res,
+                          brig_error_t *err)
+{
+    struct brig_state *st = NULL;
+    enum brig_status status;
+    struct brig_cgroup cg;
+    cleanup_close int dir_fd = open_with_cgroup(root, id, &st, &status, &cg, err);
+    if (dir_fd < 0)
+        return -1;
+    int r;
+    if (status == BRIG_STATUS_STOPPED)
+        r = brig_error_set(err, 0, "cannot update container `%s`: it is stopped", id);
+    else
+        r = brig_cgroup_apply(&cg, res, err);
+    brig_cgroup_close(&cg);
+    brig_state_free(st);
+    return r;
+}
+
+int brig_container_stats(const char *root, const char *id, struct brig_cgroup_stats *out,
+                         brig_error_t *err)
+{
+    struct brig_state *st = NULL;
+    enum brig_status status;
+    struct brig_cgroup cg;
+    cleanup_close int dir_fd = open_with_cgroup(root, id, &st, &status, &cg, err);
+    if (dir_fd < 0)
+        return -1;
+    int r = status == BRIG_STATUS_STOPPED
+                ? brig_error_set(err, 0, "container `%s` is stopped", id)
+                : brig_cgroup_stats(&cg, out, err);
+    brig_cgroup_close(&cg);
+    brig_state_free(st);
+    return r;
+}

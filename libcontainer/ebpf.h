@@ -1,0 +1,30 @@
+/* linux.resources.devices as a BPF_PROG_TYPE_CGROUP_DEVICE program: cgroup
+ * v2 has no devices files, the kernel asks this program instead. */
+#ifndef BRIG_EBPF_H
+#define BRIG_EBPF_H
+
+#include <linux/bpf.h>
+#include <stddef.h>
+
+#include "error.h"
+#include "spec.h"
+
+/* Compiles the rules into instructions. Rules are evaluated like the
+ * devices cgroup v1 did: the last matching rule wins; nothing matching is a
+ * deny. The devices every container needs (null, zero, full, random,
+ * urandom, tty, ptmx, pts/*) are allowed ahead of the spec's rules only
+ * when `with_defaults` is set. Pure. */
+int brig_ebpf_devices_compile(const struct brig_device_rule *rules, size_t n, bool with_defaults,
+                              struct bpf_insn **out, size_t *len, brig_error_t *err);
+
+/* Loads the program and attaches it to the cgroup (BPF_F_ALLOW_MULTI),
+ * replacing a program brig attached before (update). */
+int brig_ebpf_devices_attach(int cgroup_fd, const struct bpf_insn *insns, size_t len,
+                             brig_error_t *err);
+
+/* For unit tests: runs the compiled program on one access in a tiny
+ * interpreter of the instructions brig emits; returns 1 allow, 0 deny. */
+int brig_ebpf_devices_eval(const struct bpf_insn *insns, size_t len, char type, int64_t major,
+                           int64_t minor, const char *access);
+
+#endif

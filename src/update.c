@@ -1,0 +1,240 @@
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "brig.h"
+#include "cleanup.h"
+#include "cli.h"
+#include "container.h"
+#include "spec.h"
+#include "utils.h"
+
+static const char usage[] =
+    "Usage: brig update [options] ID\n\n"
+    "Change the cgroup limits of a running container. Sizes take k, m, g, t\n"
+    "suffixes (powers of 1024); -1 means unlimited.\n\n"
+    "Options:\n"
+    "  -r, --resources FILE     linux.resources JSON from FILE (- for stdin)\n"
+    "      --memory SIZE        memory.max\n"
+    "      --memory-reservation SIZE  memory.low\n"
+    "      --memory-swap SIZE   memory + swap, as in the runtime spec\n"
+    "      --pids-limit N       pids.max\n"
+    "      --cpu-share N        relative weight (cpu.weight after conversion)\n"
+    "      --cpu-quota N        microseconds per period (cpu.max)\n"
+    "      --cpu-period N       period in microseconds (cpu.max)\n"
+    "      --cpuset-cpus LIST   cpuset.cpus\n"
+    "      --cpuset-mems LIST   cpuset.mems\n"
+    "      --blkio-weight N     io.weight after conversion (10-1000)\n"
+    "  -h, --help               print this help\n";
+
+enum {
+    OPT_MEMORY = 400, OPT_MEMORY_RESERVATION, OPT_MEMORY_SWAP, OPT_PIDS_LIMIT, OPT_CPU_SHARE,
+    OPT_CPU_QUOTA, OPT_CPU_PERIOD, OPT_CPUSET_CPUS, OPT_CPUSET_MEMS, OPT_BLKIO_WEIGHT,
+    OPT_KERNEL_MEMORY, OPT_CPU_RT_PERIOD, OPT_CPU_RT_RUNTIME, OPT_L3, OPT_MEMBW,
+};
+
+/* "512m", "1G", "100", "-1" → bytes. */
+static int parse_size(const char *flag, const char *text, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno || end == text)
+        goto bad;
+    if (v == -1 && *end == '\0') {
+        *out = -1;
+        return 0;
+    }
+    static const char units[] = "kmgt";
+    int shift = 0;
+    if (*end) {
+        const char *u = strchr(units, tolower((unsigned char) *end));
+        if (u == NULL)
+            goto bad;
+        shift = 10 * (int) (u - units + 1);
+        end++;
+        if (tolower((unsigned char) *end) == 'b')
+            end++;
+    }
+    if (*end || v < 0 || (shift && v > (INT64_MAX >> shift)))
+        goto bad;
+    *out = (int64_t) v << shift;
+    return 0;
+bad:
+    return brig_fail_msg("update: invalid size `%s` for %s", text, flag);
+}
+
+static int parse_int(const char *flag, const char *text, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno || end == text || *end)
+        return brig_fail_msg("update: invalid number `%s` for %s", text, flag);
+    *out = v;
+    return 0;
+}
+
+static int load_resources_file(const char *path, struct brig_resources **out)
+{
+    brig_error_t err = NULL;
+    cleanup_free char *json = NULL;
+    size_t len = 0;
+    if (brig_read_file(strcmp(path, "-") == 0 ? "/dev/stdin" : path, &json, &len, &err) < 0
+        || brig_resources_parse(json, len, path, out, &err) < 0)
+        return brig_fail(&err);
+    return 0;
+}
+
+/* Lazily allocated sections of the resources the flags fill in. */
+static struct brig_memory *memory_of(struct brig_resources *r)
+{
+    if (r->memory == NULL)
+        r->memory = calloc(1, sizeof *r->memory);
+    return r->memory;
+}
+
+static struct brig_cpu *cpu_of(struct brig_resources *r)
+{
+    if (r->cpu == NULL)
+        r->cpu = calloc(1, sizeof *r->cpu);
+    return r->cpu;
+}
+
+static int apply_flag(int c, struct brig_resources *r)
+{
+    int64_t v = 0;
+    const char *flag = "option";
+    switch (c) {
+    case OPT_MEMORY:
+    case OPT_MEMORY_RESERVATION:
+    case OPT_MEMORY_SWAP: {
+        flag = c == OPT_MEMORY ? "--memory" : c == OPT_MEMORY_SWAP ? "--memory-swap" : "--memory-reservation";
+        struct brig_memory *m = memory_of(r);
+        if (m == NULL || parse_size(flag, optarg, &v))
+            return 1;
+        if (c == OPT_MEMORY)
+            m->has_limit = true, m->limit = v;
+        else if (c == OPT_MEMORY_SWAP)
+            m->has_swap = true, m->swap = v;
+        else
+            m->has_reservation = true, m->reservation = v;
+        return 0;
+    }
+    case OPT_PIDS_LIMIT:
+        if (parse_int("--pids-limit", optarg, &v))
+            return 1;
+        r->has_pids_limit = true;
+        r->pids_limit = v;
+        return 0;
+    case OPT_CPU_SHARE:
+    case OPT_CPU_QUOTA:
+    case OPT_CPU_PERIOD: {
+        struct brig_cpu *cpu = cpu_of(r);
+        if (cpu == NULL || parse_int(c == OPT_CPU_SHARE ? "--cpu-share" : c == OPT_CPU_QUOTA ? "--cpu-quota" : "--cpu-period", optarg, &v))
+            return 1;
+        if (c == OPT_CPU_QUOTA)
+            cpu->has_quota = true, cpu->quota = v;
+        else if (v < 0)
+            return brig_fail_msg("update: `%s` must not be negative", optarg);
+        else if (c == OPT_CPU_SHARE)
+            cpu->has_shares = true, cpu->shares = (uint64_t) v;
+        else
+            cpu->has_period = true, cpu->period = (uint64_t) v;
+        return 0;
+    }
+    case OPT_CPUSET_CPUS:
+    case OPT_CPUSET_MEMS: {
+        struct brig_cpu *cpu = cpu_of(r);
+        char **slot = cpu ? (c == OPT_CPUSET_CPUS ? &cpu->cpus : &cpu->mems) : NULL;
+        if (slot == NULL)
+            return 1;
+        free(*slot);
+        *slot = strdup(optarg);
+        return *slot ? 0 : 1;
+    }
+    case OPT_BLKIO_WEIGHT:
+        if (parse_int("--blkio-weight", optarg, &v))
+            return 1;
+        if (v < 10 || v > 1000)
+            return brig_fail_msg("update: --blkio-weight must be within 10-1000, not %s", optarg);
+        if (r->block_io == NULL && (r->block_io = calloc(1, sizeof *r->block_io)) == NULL)
+            return 1;
+        r->block_io->has_weight = true;
+        r->block_io->weight = (uint16_t) v;
+        return 0;
+    case OPT_KERNEL_MEMORY:
+        return 0; /* cgroup v2 has no separate kernel memory limit */
+    case OPT_CPU_RT_PERIOD:
+    case OPT_CPU_RT_RUNTIME:
+        return brig_fail_msg("update: realtime cpu limits are not supported on cgroup v2");
+    case OPT_L3:
+    case OPT_MEMBW:
+        return brig_fail_msg("update: Intel RDT is not supported");
+    default:
+        return -1;
+    }
+}
+
+int brig_cmd_update(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "resources", required_argument, NULL, 'r' },
+        { "memory", required_argument, NULL, OPT_MEMORY },
+        { "memory-reservation", required_argument, NULL, OPT_MEMORY_RESERVATION },
+        { "memory-swap", required_argument, NULL, OPT_MEMORY_SWAP },
+        { "pids-limit", required_argument, NULL, OPT_PIDS_LIMIT },
+        { "cpu-share", required_argument, NULL, OPT_CPU_SHARE },
+        { "cpu-quota", required_argument, NULL, OPT_CPU_QUOTA },
+        { "cpu-period", required_argument, NULL, OPT_CPU_PERIOD },
+        { "cpuset-cpus", required_argument, NULL, OPT_CPUSET_CPUS },
+        { "cpuset-mems", required_argument, NULL, OPT_CPUSET_MEMS },
+        { "blkio-weight", required_argument, NULL, OPT_BLKIO_WEIGHT },
+        { "kernel-memory", required_argument, NULL, OPT_KERNEL_MEMORY },
+        { "kernel-memory-tcp", required_argument, NULL, OPT_KERNEL_MEMORY },
+        { "cpu-rt-period", required_argument, NULL, OPT_CPU_RT_PERIOD },
+        { "cpu-rt-runtime", required_argument, NULL, OPT_CPU_RT_RUNTIME },
+        { "l3-cache-schema", required_argument, NULL, OPT_L3 },
+        { "mem-bw-schema", required_argument, NULL, OPT_MEMBW },
+        { "help", no_argument, NULL, 'h' },
+        { 0 },
+    };
+    struct brig_resources *r = calloc(1, sizeof *r);
+    const char *file = NULL;
+    bool any = false;
+    int c, rc = 0;
+    if (r == NULL)
+        return brig_fail_msg("update: out of memory");
+    while (rc == 0 && (c = getopt_long(argc, argv, "+r:h", opts, NULL)) != -1) {
+        if (c == 'h') {
+            brig_resources_free(r);
+            return brig_usage(usage);
+        }
+        if (c == 'r') {
+            file = optarg;
+            continue;
+        }
+        int a = apply_flag(c, r);
+        rc = a < 0 ? brig_bad_option(argv) : a;
+        any = true;
+    }
+    if (rc == 0 && brig_expect_args(argc, argv, 1, "container id") != 0)
+        rc = 1;
+    if (rc == 0 && file) {
+        brig_resources_free(r);
+        r = NULL;
+        rc = load_resources_file(file, &r);
+        any = true;
+    }
+    if (rc == 0 && !any)
+        rc = brig_fail_msg("update: nothing to change (see `brig update --help`)");
+    brig_error_t err = NULL;
+    if (rc == 0 && brig_container_update(brig_globals.root, argv[optind], r, &err) < 0)
+        rc = brig_fail(&err);
+    brig_resources_free(r);
+    return rc;
+}
