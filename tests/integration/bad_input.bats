@@ -131,7 +131,7 @@ expect_create_failure() {
 	run brig run "$CID"
 	# Refused, or resolved inside the rootfs: either way, not on the host.
 	[ ! -e "$OUTSIDE" ] || { rm -rf "$OUTSIDE"; fail "created $OUTSIDE on the host"; }
-	! grep -qF " $OUTSIDE " /proc/self/mountinfo
+	refute grep -qF " $OUTSIDE " /proc/self/mountinfo
 	assert_no_leftovers "$CID"
 }
 

@@ -151,7 +151,7 @@ setup() {
 	[ ! -e "$ROOT/$CID" ]
 	[ ! -e "$SHARED/marker" ]
 	for _ in $(seq 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-	! kill -0 "$pid" 2>/dev/null
+	refute kill -0 "$pid" 2>/dev/null
 }
 
 @test "delete of a created container removes it without running it" {

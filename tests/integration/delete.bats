@@ -56,7 +56,7 @@ load helpers
 	[ "$status" -eq 0 ]
 	[ ! -e "$ROOT/$CID" ]
 	for _ in $(seq 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-	! kill -0 "$pid" 2>/dev/null
+	refute kill -0 "$pid" 2>/dev/null
 	assert_no_leftovers "$CID"
 }
 

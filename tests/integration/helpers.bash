@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2016,SC2034,SC2154 # jq programs, bats' own variables
 # Shared by every integration test.
 #
 # Each test gets its own busybox bundle ($BUNDLE, rootfs in $ROOTFS), its own
@@ -117,6 +118,22 @@ set_args() {
 	update_config '.process.args = $a' --argjson a "$args"
 }
 
+# add_mount DEST TYPE SOURCE [OPTION...]: appends a mount to the config.
+add_mount() {
+	local dest=$1 type=$2 src=$3 opts
+	shift 3
+	opts=$(json_array "$@")
+	update_config '.mounts += [{destination: $d, type: $t, source: $s, options: $o}]' \
+		--arg d "$dest" --arg t "$type" --arg s "$src" --argjson o "$opts"
+}
+
+# add_bind_mount HOST_DIR DEST [OPTION...]: a bind mount of a host path.
+add_bind_mount() {
+	local src=$1 dest=$2
+	shift 2
+	add_mount "$dest" bind "$src" rbind "$@"
+}
+
 # ------------------------------------------------------------- running ----
 
 # brig ARGS...: the binary under test with this test's --root.
@@ -139,6 +156,20 @@ fail() {
 	return 1
 }
 
+# squeeze TEXT...: the words of TEXT joined by single spaces.
+squeeze() {
+	# shellcheck disable=SC2048 # word splitting is the point
+	echo $*
+}
+
+# refute CMD...: fails when CMD succeeds. A bare `! CMD` does not fail a bats
+# test unless it is the test's last command.
+refute() {
+	if "$@"; then
+		fail "expected to fail: $*"
+	fi
+}
+
 # Status of a container as `state` reports it, or "" when it has none.
 container_status() {
 	brig state "$1" 2>/dev/null | jq -r '.status // empty' 2>/dev/null
@@ -148,10 +179,10 @@ container_pid() {
 	brig state "$1" | jq -r .pid
 }
 
-# wait_for_status ID STATUS: polls `state` for up to ~5 seconds.
+# wait_for_status ID STATUS: polls `state` for up to ~10 seconds.
 wait_for_status() {
 	local id=$1 want=$2 got="" i
-	for i in $(seq 50); do
+	for i in $(seq 100); do
 		got=$(container_status "$id")
 		[ "$got" = "$want" ] && return 0
 		sleep 0.1
@@ -159,14 +190,24 @@ wait_for_status() {
 	fail "container $id: status is '$got', expected '$want'"
 }
 
-# wait_for_file FILE: until FILE exists and is not empty (~5 seconds).
+# wait_for_file FILE: until FILE exists and is not empty (~10 seconds).
 wait_for_file() {
 	local i
-	for i in $(seq 50); do
+	for i in $(seq 100); do
 		[ -s "$1" ] && return 0
 		sleep 0.1
 	done
 	fail "$1 did not appear"
+}
+
+# wait_for_line FILE LINE: until FILE has LINE (~10 seconds).
+wait_for_line() {
+	local i
+	for i in $(seq 100); do
+		grep -qxF -- "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	fail "'$2' did not appear in $1: $(cat "$1" 2>/dev/null)"
 }
 
 # Processes started by this test's brig (init, container, hooks…): they
@@ -204,9 +245,10 @@ assert_no_leftovers() {
 	done
 	[ -z "$pids" ] || fail "processes were left behind: $(for p in $pids; do tr '\0' ' ' <"/proc/$p/cmdline"; echo; done)"
 	# A leaked container would still be listed.
-	if [ -d "$ROOT" ]; then
-		run brig list -q
-		[[ "$output" != *"$id"* ]] || fail "$id is still listed"
+	if [ -d "$ROOT" ] && [ -n "$id" ]; then
+		if brig list -q 2>/dev/null | grep -qxF -- "$id"; then
+			fail "$id is still listed"
+		fi
 	fi
 }
 
@@ -265,30 +307,4 @@ teardown_bundle() {
 	fi
 
 	[ -z "$problems" ] || fail "teardown: $problems"
-}
-
-# add_mount DEST TYPE SOURCE [OPTION...]: appends a mount to the config.
-add_mount() {
-	local dest=$1 type=$2 src=$3 opts
-	shift 3
-	opts=$(json_array "$@")
-	update_config '.mounts += [{destination: $d, type: $t, source: $s, options: $o}]' \
-		--arg d "$dest" --arg t "$type" --arg s "$src" --argjson o "$opts"
-}
-
-# add_bind_mount HOST_DIR DEST [OPTION...]: a bind mount of a host path.
-add_bind_mount() {
-	local src=$1 dest=$2
-	shift 2
-	add_mount "$dest" bind "$src" rbind "$@"
-}
-
-# wait_for_line FILE LINE: until FILE has LINE (~5 seconds).
-wait_for_line() {
-	local i
-	for i in $(seq 50); do
-		grep -qxF -- "$2" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	fail "'$2' did not appear in $1: $(cat "$1" 2>/dev/null)"
 }

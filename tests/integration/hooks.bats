@@ -24,7 +24,6 @@ setup() {
 	chmod +x "$HOOK"
 	# startContainer hooks run inside the container: the same script,
 	# written to the container's log.
-	update_config '.root.readonly = false'
 	sed "s,$LOG,/hooklog/log," "$HOOK" >"$ROOTFS/bin/record-hook"
 	chmod +x "$ROOTFS/bin/record-hook"
 }
@@ -163,7 +162,7 @@ position() {
 	run --separate-stderr brig_detached create "$CID"
 	assert_one_line_error brig:prestart
 	assert_no_leftovers "$CID"
-	! grep -q ran "$LOG"
+	refute grep -q ran "$LOG"
 }
 
 @test "a failing createRuntime hook fails create and leaves nothing" {
@@ -172,7 +171,7 @@ position() {
 	run --separate-stderr brig_detached create "$CID"
 	assert_one_line_error brig:createRuntime
 	assert_no_leftovers "$CID"
-	! grep -q ran "$LOG"
+	refute grep -q ran "$LOG"
 }
 
 @test "a failing createContainer hook fails create and leaves nothing" {
@@ -181,7 +180,7 @@ position() {
 	run --separate-stderr brig_detached create "$CID"
 	assert_one_line_error brig:createContainer
 	assert_no_leftovers "$CID"
-	! grep -q ran "$LOG"
+	refute grep -q ran "$LOG"
 }
 
 @test "a hook that does not exist fails create" {
@@ -199,7 +198,7 @@ position() {
 	assert_one_line_error brig:prestart
 	[ "$elapsed" -lt 10 ]
 	assert_no_leftovers "$CID"
-	! pgrep -f "^sleep 30$" >/dev/null
+	refute pgrep -f "^sleep 30$" >/dev/null
 }
 
 @test "a hook within its timeout runs normally" {

@@ -91,7 +91,7 @@ start_trapping_container() {
 		assert_one_line_error brig:"$sig"
 	done
 	[ "$(container_status "$CID")" = running ]
-	! grep -q "^got" "$CT_OUT"
+	refute grep -q "^got" "$CT_OUT"
 }
 
 @test "kill --all signals every process of the container" {
@@ -126,7 +126,7 @@ start_trapping_container() {
 	[ "$status" -eq 0 ]
 	wait_for_line "$CT_OUT" "init got USR1"
 	sleep 0.3
-	! grep -qx "child got USR1" "$CT_OUT"
+	refute grep -qx "child got USR1" "$CT_OUT"
 }
 
 @test "kill -a KILL stops the container" {

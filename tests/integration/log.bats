@@ -1,11 +1,19 @@
 #!/usr/bin/env bats
-# --log, --log-format and --debug, and the other global flags.
+# The global flags: --log, --log-format, --debug, --systemd-cgroup, --root.
 
 load helpers
 
 setup() {
 	setup_bundle
 	LOGFILE=$BATS_TEST_TMPDIR/brig.log
+}
+
+teardown() {
+	# A container made without --root lives outside this test's $ROOT.
+	if [ -n "${NO_ROOT_ID:-}" ]; then
+		"$BRIG" delete --force "$NO_ROOT_ID" >/dev/null 2>&1 || true
+	fi
+	teardown_bundle
 }
 
 RFC3339='^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$'
@@ -40,9 +48,11 @@ RFC3339='^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-
 	# stderr may itself be a formatted line; compare on the message.
 	msg=${msg##*msg=\"}
 	msg=${msg%\"}
+	# brig's stderr line is "brig: MESSAGE"; the log line carries MESSAGE.
+	msg=${msg#brig: }
 	grep -qF -- "$msg" "$LOGFILE"
 	grep -q error "$LOGFILE"
-	! jq -e . "$LOGFILE" >/dev/null 2>&1
+	refute jq -e . "$LOGFILE" >/dev/null 2>&1
 }
 
 @test "text is the default --log-format" {
@@ -102,4 +112,18 @@ RFC3339='^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-
 	[ "$status" -eq 0 ]
 	[ "$output" = fine ]
 	[ -d "$ROOT" ]
+}
+
+@test "without --root, state is kept under /run/brig" {
+	# brig-specific: runc's default is /run/runc.
+	set_args sleep 100
+	NO_ROOT_ID=$CID-default-root
+	BRIG_TEST_MARK=$MARK "$BRIG" create "$NO_ROOT_ID" </dev/null >"$CT_OUT" 2>"$CT_ERR"
+	[ -d "/run/brig/$NO_ROOT_ID" ]
+	run "$BRIG" state "$NO_ROOT_ID"
+	[ "$status" -eq 0 ]
+	[ "$(jq -r .status <<<"$output")" = created ]
+	run "$BRIG" delete --force "$NO_ROOT_ID"
+	[ "$status" -eq 0 ]
+	[ ! -e "/run/brig/$NO_ROOT_ID" ]
 }

@@ -10,7 +10,7 @@ teardown() {
 	fi
 }
 
-# ns_link TYPE: the host's namespace of that type, e.g. "net:[4026531840]".
+# host_ns TYPE: the host's namespace of that type, e.g. "net:[4026531840]".
 host_ns() {
 	readlink "/proc/self/ns/$1"
 }
@@ -122,8 +122,8 @@ host_ns() {
 	mapfile -t out <"$CT_OUT"
 	[ "${out[0]}" = 0 ]
 	[ "${out[1]}" = 0 ]
-	[ "$(echo ${out[2]})" = "0 100000 65536" ]
-	[ "$(echo ${out[3]})" = "0 200000 65536" ]
+	[ "$(squeeze "${out[2]}")" = "0 100000 65536" ]
+	[ "$(squeeze "${out[3]}")" = "0 200000 65536" ]
 	# Seen from the host, the process runs as the mapped ids.
 	pid=$(container_pid "$CID")
 	[ "$(stat -c %u "/proc/$pid")" = 100000 ]

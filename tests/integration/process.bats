@@ -36,9 +36,9 @@ status_field() {
 	[ "${lines[1]}" = 1000 ]
 	groups=" ${lines[2]} "
 	[[ "$groups" == *" 2000 "* && "$groups" == *" 3000 "* ]]
-	[ "$(echo ${lines[3]})" = "Uid: 1000 1000 1000 1000" ]
-	[ "$(echo ${lines[4]})" = "Gid: 1000 1000 1000 1000" ]
-	[[ " $(echo ${lines[5]}) " == *" 2000 "* ]]
+	[ "$(squeeze "${lines[3]}")" = "Uid: 1000 1000 1000 1000" ]
+	[ "$(squeeze "${lines[4]}")" = "Gid: 1000 1000 1000 1000" ]
+	[[ " $(squeeze "${lines[5]}") " == *" 2000 "* ]]
 }
 
 @test "a non-root process cannot write where root owns the files" {
@@ -124,7 +124,7 @@ status_field() {
 	set_args grep ^NoNewPrivs /proc/self/status
 	run brig run "$CID"
 	[ "$status" -eq 0 ]
-	[ "$(echo $output)" = "NoNewPrivs: 1" ]
+	[ "$(squeeze "$output")" = "NoNewPrivs: 1" ]
 }
 
 @test "noNewPrivileges false leaves NoNewPrivs unset" {
@@ -132,7 +132,7 @@ status_field() {
 	set_args grep ^NoNewPrivs /proc/self/status
 	run brig run "$CID"
 	[ "$status" -eq 0 ]
-	[ "$(echo $output)" = "NoNewPrivs: 0" ]
+	[ "$(squeeze "$output")" = "NoNewPrivs: 0" ]
 }
 
 @test "rlimits of the config are applied" {

@@ -73,7 +73,7 @@ setup() {
 	jq -e --argjson u "$(id -u)" '.linux.uidMappings | any(.containerID == 0 and .hostID == $u)' "$cfg" >/dev/null
 	jq -e --argjson g "$(id -g)" '.linux.gidMappings | any(.containerID == 0 and .hostID == $g)' "$cfg" >/dev/null
 	# An unprivileged user cannot configure a network namespace's links.
-	! jq -e '.linux.namespaces | any(.type == "network")' "$cfg" >/dev/null
+	refute jq -e '.linux.namespaces | any(.type == "network")' "$cfg" >/dev/null
 }
 
 @test "spec refuses to overwrite an existing config.json" {
