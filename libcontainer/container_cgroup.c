@@ -36,7 +36,11 @@ static int open_with_cgroup(const char *root, const char *id, struct brig_state 
     return dir_fd;
 }
 
-static int set_frozen(const char *root, const char *id, bool frozen, brig_error_t *err)
+/* Runs fn on the container's cgroup, with the container locked. */
+static int with_cgroup(const char *root, const char *id,
+                       int (*fn)(const struct brig_state *st, enum brig_status status,
+                                 const struct brig_cgroup *cg, void *arg, brig_error_t *err),
+                       void *arg, brig_error_t *err)
 {
     struct brig_state *st = NULL;
     enum brig_status status;
@@ -44,75 +48,76 @@ static int set_frozen(const char *root, const char *id, bool frozen, brig_error_
     cleanup_close int dir_fd = open_with_cgroup(root, id, &st, &status, &cg, err);
     if (dir_fd < 0)
         return -1;
-    int r;
-    enum brig_status want = frozen ? BRIG_STATUS_RUNNING : BRIG_STATUS_PAUSED;
-    if (status != want)
-        r = brig_error_set(err, 0, "cannot %s container `%s`: it is %s", frozen ? "pause" : "resume",
-                           id, brig_status_name(status));
-    else
-        r = brig_cgroup_freeze(&cg, frozen, err);
+    int r = fn(st, status, &cg, arg, err);
     brig_cgroup_close(&cg);
     brig_state_free(st);
     return r;
 }
 
+static int set_frozen(const struct brig_state *st, enum brig_status status,
+                      const struct brig_cgroup *cg, void *arg, brig_error_t *err)
+{
+    bool frozen = arg != NULL;
+    enum brig_status want = frozen ? BRIG_STATUS_RUNNING : BRIG_STATUS_PAUSED;
+    if (status != want)
+        return brig_error_set(err, 0, "cannot %s container `%s`: it is %s",
+                              frozen ? "pause" : "resume", st->id, brig_status_name(status));
+    return brig_cgroup_freeze(cg, frozen, err);
+}
+
 int brig_container_pause(const char *root, const char *id, brig_error_t *err)
 {
-    return set_frozen(root, id, true, err);
+    return with_cgroup(root, id, set_frozen, (void *) 1, err);
 }
 
 int brig_container_resume(const char *root, const char *id, brig_error_t *err)
 {
-    return set_frozen(root, id, false, err);
+    return with_cgroup(root, id, set_frozen, NULL, err);
+}
+
+struct pid_list {
+    pid_t **pids;
+    size_t *n;
+};
+
+static int list_pids(const struct brig_state *st, enum brig_status status,
+                     const struct brig_cgroup *cg, void *arg, brig_error_t *err)
+{
+    struct pid_list *out = arg;
+    return brig_cgroup_pids(cg, out->pids, out->n, err);
 }
 
 int brig_container_pids(const char *root, const char *id, pid_t **pids, size_t *n,
                         brig_error_t *err)
 {
-    struct brig_state *st = NULL;
-    enum brig_status status;
-    struct brig_cgroup cg;
-    cleanup_close int dir_fd = open_with_cgroup(root, id, &st, &status, &cg, err);
-    if (dir_fd < 0)
-        return -1;
-    int r = brig_cgroup_pids(&cg, pids, n, err);
-    brig_cgroup_close(&cg);
-    brig_state_free(st);
-    return r;
+    struct pid_list out = { pids, n };
+    return with_cgroup(root, id, list_pids, &out, err);
+}
+
+static int apply_update(const struct brig_state *st, enum brig_status status,
+                        const struct brig_cgroup *cg, void *arg, brig_error_t *err)
+{
+    if (status == BRIG_STATUS_STOPPED)
+        return brig_error_set(err, 0, "cannot update container `%s`: it is stopped", st->id);
+    return brig_cgroup_apply(cg, arg, err);
 }
 
 int brig_container_update(const char *root, const char *id, const struct brig_resources *res,
                           brig_error_t *err)
 {
-    struct brig_state *st = NULL;
-    enum brig_status status;
-    struct brig_cgroup cg;
-    cleanup_close int dir_fd = open_with_cgroup(root, id, &st, &status, &cg, err);
-    if (dir_fd < 0)
-        return -1;
-    int r;
+    return with_cgroup(root, id, apply_update, (void *) res, err);
+}
+
+static int read_stats(const struct brig_state *st, enum brig_status status,
+                      const struct brig_cgroup *cg, void *arg, brig_error_t *err)
+{
     if (status == BRIG_STATUS_STOPPED)
-        r = brig_error_set(err, 0, "cannot update container `%s`: it is stopped", id);
-    else
-        r = brig_cgroup_apply(&cg, res, err);
-    brig_cgroup_close(&cg);
-    brig_state_free(st);
-    return r;
+        return brig_error_set(err, 0, "container `%s` is stopped", st->id);
+    return brig_cgroup_stats(cg, arg, err);
 }
 
 int brig_container_stats(const char *root, const char *id, struct brig_cgroup_stats *out,
                          brig_error_t *err)
 {
-    struct brig_state *st = NULL;
-    enum brig_status status;
-    struct brig_cgroup cg;
-    cleanup_close int dir_fd = open_with_cgroup(root, id, &st, &status, &cg, err);
-    if (dir_fd < 0)
-        return -1;
-    int r = status == BRIG_STATUS_STOPPED
-                ? brig_error_set(err, 0, "container `%s` is stopped", id)
-                : brig_cgroup_stats(&cg, out, err);
-    brig_cgroup_close(&cg);
-    brig_state_free(st);
-    return r;
+    return with_cgroup(root, id, read_stats, out, err);
 }

@@ -6,6 +6,8 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "utils.h"
+
 struct wire_header {
     uint32_t type;
     int32_t value;
@@ -29,24 +31,7 @@ int brig_sync_send(int fd, uint32_t type, int32_t value, const char *payload, br
 int brig_sync_send_fd(int fd, uint32_t type, int passed, brig_error_t *err)
 {
     struct wire_header h = { type, 0 };
-    struct iovec iov = { &h, sizeof h };
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } control;
-    memset(&control, 0, sizeof control);
-    struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
-                        .msg_controllen = sizeof control.buf };
-    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &passed, sizeof(int));
-    ssize_t r;
-    do
-        r = sendmsg(fd, &m, MSG_NOSIGNAL);
-    while (r < 0 && errno == EINTR);
-    if (r < 0)
+    if (brig_send_with_fd(fd, &h, sizeof h, passed) < 0)
         return brig_error_set(err, errno, "sync: send fd");
     return 0;
 }

@@ -12,6 +12,7 @@
 
 #include "cleanup.h"
 #include "sync.h"
+#include "utils.h"
 
 #ifndef TIOCGPTPEER
 #define TIOCGPTPEER _IO('T', 0x41)
@@ -61,20 +62,7 @@ int brig_terminal_send_to_socket(const char *path, int master, brig_error_t *err
     if (connect(s, (struct sockaddr *) &addr, sizeof addr) < 0)
         return brig_error_set(err, errno, "connect to console socket `%s`", path);
     static const char name[] = "/dev/ptmx";
-    struct iovec iov = { (void *) name, sizeof name - 1 };
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } control;
-    memset(&control, 0, sizeof control);
-    struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
-                        .msg_controllen = sizeof control.buf };
-    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &master, sizeof(int));
-    if (sendmsg(s, &m, MSG_NOSIGNAL) < 0)
+    if (brig_send_with_fd(s, name, sizeof name - 1, master) < 0)
         return brig_error_set(err, errno, "send pty master to `%s`", path);
     return 0;
 }

@@ -2,8 +2,9 @@
 #include "create_flags.h"
 
 #include "cli.h"
+#include "state.h"
 
-const struct option create_flag_options[] = {
+static const struct option create_flag_options[] = {
     { "bundle", required_argument, NULL, 'b' },
     { "pid-file", required_argument, NULL, CREATE_OPT_PID_FILE },
     { "console-socket", required_argument, NULL, CREATE_OPT_CONSOLE_SOCKET },
@@ -17,7 +18,7 @@ const struct option create_flag_options[] = {
     { 0 },
 };
 
-int create_flag_apply(int c, struct brig_create_options *o, struct create_flags *extra)
+static int create_flag_apply(int c, struct brig_create_options *o, struct create_flags *extra)
 {
     switch (c) {
     case 'b':
@@ -49,4 +50,24 @@ int create_flag_apply(int c, struct brig_create_options *o, struct create_flags 
     default:
         return -1;
     }
+}
+
+int create_flags_parse(int argc, char **argv, const char *shortopts, const char *usage,
+                       struct brig_create_options *o, struct create_flags *extra)
+{
+    *o = (struct brig_create_options) { .root = brig_globals.root, .no_cgroup = brig_globals.no_cgroup };
+    *extra = (struct create_flags) { 0 };
+    int c;
+    while ((c = getopt_long(argc, argv, shortopts, create_flag_options, NULL)) != -1) {
+        if (c == 'h')
+            return brig_usage(usage);
+        int r = create_flag_apply(c, o, extra);
+        if (r != 0)
+            return r < 0 ? brig_bad_option(argv) : r;
+    }
+    if (brig_expect_args(argc, argv, 1, "container id") != 0)
+        return 1;
+    o->id = argv[optind];
+    o->console_socket = extra->console_socket;
+    return -1;
 }

@@ -33,9 +33,9 @@ enum {
     CREATE_OPT_NO_SUBREAPER,
 };
 
-extern const struct option create_flag_options[];
-
-/* 0: consumed; 1: failed (message printed); -1: not a create/run flag. */
-int create_flag_apply(int c, struct brig_create_options *o, struct create_flags *extra);
+/* Parses create/run's flags and the id. Returns -1 to go on, else the
+ * exit status (0 after --help, 1 after a reported error). */
+int create_flags_parse(int argc, char **argv, const char *shortopts, const char *usage,
+                       struct brig_create_options *o, struct create_flags *extra);
 
 #endif

@@ -112,20 +112,11 @@ static int wait_forwarding(int sfd, pid_t init, int master)
 
 int brig_cmd_run(int argc, char **argv)
 {
-    struct brig_create_options o = { .root = brig_globals.root, .no_cgroup = brig_globals.no_cgroup };
-    struct create_flags extra = { 0 };
-    int c;
-    while ((c = getopt_long(argc, argv, "+b:dh", create_flag_options, NULL)) != -1) {
-        if (c == 'h')
-            return brig_usage(usage);
-        int r = create_flag_apply(c, &o, &extra);
-        if (r != 0)
-            return r < 0 ? brig_bad_option(argv) : r;
-    }
-    if (brig_expect_args(argc, argv, 1, "container id") != 0)
-        return 1;
-    o.id = argv[optind];
-    o.console_socket = extra.console_socket;
+    struct brig_create_options o;
+    struct create_flags extra;
+    int done = create_flags_parse(argc, argv, "+b:dh", usage, &o, &extra);
+    if (done >= 0)
+        return done;
     int master = -1;
     /* In the foreground without a console socket, brig itself is the
      * terminal's other end. */
