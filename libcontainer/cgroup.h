@@ -19,7 +19,12 @@ const char *brig_cgroup_root(brig_error_t *err);
 /* linux.cgroupsPath → a path relative to the cgroup root ("a/b/c", no
  * leading slash, cleaned, no ".." that would leave the root). Absolute
  * paths are taken from the root; relative ones from the parent of the
- * caller's own cgroup; absent means "brig/<id>" beside it. Pure when
+ * caller's own cgroup; absent means "brig/<id>" beside it, i.e. also under
+ * the parent of the caller's cgroup (so for a caller in /a/b: "/x" → "x",
+ * "x" → "a/x", absent → "a/brig/<id>"). The parent rather than the
+ * caller's cgroup itself, because a cgroup holding the caller can't give
+ * controllers to children. ".." is resolved lexically and stops at the
+ * root; a path that ends at the root itself is an error. Pure when
  * own_cgroup is given (the caller's cgroup from /proc/self/cgroup, e.g. "/"
  * or "/user.slice"). */
 int brig_cgroup_path_resolve(const char *cgroups_path, const char *id, const char *own_cgroup,
@@ -42,6 +47,15 @@ struct brig_cgroup_write {
 int brig_cgroup_plan(const struct brig_resources *r, struct brig_cgroup_write **out, size_t *n,
                      brig_error_t *err);
 void brig_cgroup_plan_free(struct brig_cgroup_write *w, size_t n);
+
+/* The controllers a plan writes files of (static names, NULL-terminated,
+ * in the order they are enabled), and the spec field that asked for one,
+ * for error messages ("linux.resources.memory"). Pure. */
+#define BRIG_CGROUP_MAX_CONTROLLERS 8
+void brig_cgroup_plan_controllers(const struct brig_cgroup_write *w, size_t n,
+                                  const char *out[BRIG_CGROUP_MAX_CONTROLLERS + 1]);
+void brig_cgroup_needed_by(const struct brig_resources *r, const char *controller, char *buf,
+                           size_t size);
 
 /* The container's cgroup, opened. */
 struct brig_cgroup {
@@ -90,5 +104,9 @@ struct brig_cgroup_stats {
 /* Fields a controller doesn't provide stay 0; "max" reads as UINT64_MAX. */
 int brig_cgroup_stats(const struct brig_cgroup *cg, struct brig_cgroup_stats *out,
                       brig_error_t *err);
+/* Adds what one stats file's text says to *out ("memory.current",
+ * "memory.events", "cpu.stat", "io.stat", ...). Pure. Returns -1 for a file
+ * name it doesn't know, 0 otherwise (unparsable lines are skipped). */
+int brig_cgroup_stats_parse(const char *file, const char *text, struct brig_cgroup_stats *out);
 
 #endif

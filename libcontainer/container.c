@@ -236,8 +236,15 @@ static int create_in_dir(const struct brig_create_options *o, const struct brig_
     struct brig_cgroup cg = { NULL, -1 };
     if (r == 0 && !o->no_cgroup && setup_cgroup(o, spec, &cg, err) < 0)
         r = -1;
-    if (r == 0 && cg.path && (st->cgroup_path = strdup(cg.path)) == NULL)
-        r = brig_error_set(err, ENOMEM, "cgroup");
+    if (r == 0 && cg.path) {
+        free(st->cgroup_path);
+        if ((st->cgroup_path = strdup(cg.path)) == NULL)
+            r = brig_error_set(err, ENOMEM, "cgroup");
+    }
+    /* Recorded before the init exists: if this runtime dies half-way,
+     * `delete` still finds the cgroup (and with it any process) to remove. */
+    if (r == 0)
+        r = brig_state_write(dir_fd, st, err);
     struct create_ctx ctx = { st, spec };
     struct brig_init_config ic = {
         .spec = spec,
@@ -350,12 +357,21 @@ static int run_post_hooks(int dir_fd, const struct brig_state *st, enum brig_sta
         return spec == NULL && *warning ? -1 : 0;
     cleanup_free char *json = NULL;
     int r = brig_state_to_json(st, status, false, &json, warning);
-    if (r == 0 && poststart)
-        r = brig_hooks_run(&spec->hooks.poststart, "poststart", json, warning);
-    else if (r == 0)
-        r = brig_hooks_run(&spec->hooks.poststop, "poststop", json, warning);
+    const struct brig_hook_list *all = poststart ? &spec->hooks.poststart : &spec->hooks.poststop;
+    /* A failing post* hook is a warning and the others still run: the
+     * container's fate is already sealed either way. The first failure is
+     * the one reported. */
+    for (size_t i = 0; r == 0 && i < all->n; i++) {
+        struct brig_hook_list one = { &all->items[i], 1 };
+        brig_error_t failed = NULL;
+        if (brig_hooks_run(&one, poststart ? "poststart" : "poststop", json, &failed) < 0) {
+            if (*warning == NULL)
+                *warning = brig_steal_ptr(failed);
+            brig_error_release(&failed);
+        }
+    }
     brig_spec_free(spec);
-    return r;
+    return *warning ? -1 : r;
 }
 
 /* ---- start ---- */
@@ -397,9 +413,17 @@ static int release_init(int dir_fd, const struct brig_state *st, brig_error_t *e
             return brig_error_set(err, errno, "wait for exec fifo");
         }
         if (p[0].revents & POLLIN) {
-            char c;
-            if (read(fifo, &c, 1) == 1)
+            char msg[4096];
+            ssize_t n = read(fifo, msg, sizeof msg - 1);
+            if (n > 0 && msg[0] == '0')
                 break;
+            if (n > 0 && msg[0] == 'E') {
+                /* A startContainer hook failed; the init has given up. */
+                fcntl(fifo, F_SETFL, 0); /* block: the rest comes before the init exits */
+                ssize_t more = brig_read_all(fifo, msg + n, sizeof msg - 1 - (size_t) n);
+                msg[n + (more > 0 ? more : 0)] = '\0';
+                return brig_error_set(err, 0, "container `%s`: %s", st->id, msg + 1);
+            }
         }
         if (p[1].revents & POLLIN)
             return brig_error_set(err, 0, "container `%s`: its init exited before start", st->id);
@@ -432,7 +456,8 @@ int brig_container_start(const char *root, const char *id, brig_error_t *warning
 /* ---- kill ---- */
 
 /* Every process of the container: through its cgroup when brig manages
- * one, else through its pid namespace. */
+ * one, else through its pid namespace. Returns 1 when that reached every
+ * process (the init included), 0 when only the init is left to signal. */
 static int signal_all(const struct brig_state *st, int sig, brig_error_t *err)
 {
     if (*st->cgroup_path) {
@@ -442,10 +467,10 @@ static int signal_all(const struct brig_state *st, int sig, brig_error_t *err)
         int r = sig == SIGKILL ? brig_cgroup_kill_all(&cg, err)
                                : brig_cgroup_signal_all(&cg, sig, err);
         brig_cgroup_close(&cg);
-        return r;
+        return r < 0 ? -1 : 1;
     }
     if (st->own_pid_ns && sig != SIGKILL)
-        return signal_pid_namespace(st->pid, sig, err);
+        return signal_pid_namespace(st->pid, sig, err) < 0 ? -1 : 1;
     return 0;
 }
 
@@ -454,8 +479,11 @@ static int signal_container(const struct brig_state *st, int sig, bool all, brig
     cleanup_close int pidfd = init_pidfd(st);
     if (pidfd < 0)
         return brig_error_set(err, 0, "container `%s` is not running", st->id);
-    if (all && signal_all(st, sig, err) < 0)
+    int done = all ? signal_all(st, sig, err) : 0;
+    if (done < 0)
         return -1;
+    if (done)
+        return 0;
     /* SIGKILL to the init of a pid namespace takes every process in it. */
     if (syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) < 0 && errno != ESRCH)
         return brig_error_set(err, errno, "signal container `%s`", st->id);
@@ -521,8 +549,9 @@ int brig_container_delete(const char *root, const char *id, bool force, brig_err
         r = kill_and_wait(st, err);
     /* A stopped init may leave processes behind in its cgroup (no pid
      * namespace of its own): they go too, or the cgroup can't be removed. */
-    if (r == 0 && status == BRIG_STATUS_STOPPED && *st->cgroup_path)
-        r = signal_all(st, SIGKILL, err);
+    if (r == 0 && (status == BRIG_STATUS_STOPPED || status == BRIG_STATUS_CREATING)
+        && *st->cgroup_path && signal_all(st, SIGKILL, err) < 0)
+        r = -1;
     if (r == 0 && status != BRIG_STATUS_CREATING
         && run_post_hooks(dir_fd, st, BRIG_STATUS_STOPPED, false, warning) < 0)
         brig_error_wrap(warning, "container `%s`", id);

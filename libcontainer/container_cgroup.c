@@ -58,8 +58,11 @@ static int set_frozen(const struct brig_state *st, enum brig_status status,
                       const struct brig_cgroup *cg, void *arg, brig_error_t *err)
 {
     bool frozen = arg != NULL;
-    enum brig_status want = frozen ? BRIG_STATUS_RUNNING : BRIG_STATUS_PAUSED;
-    if (status != want)
+    /* A created container can be paused too: its init is frozen before
+     * exec, and `start` after `resume` runs it. */
+    bool allowed = frozen ? status == BRIG_STATUS_RUNNING || status == BRIG_STATUS_CREATED
+                          : status == BRIG_STATUS_PAUSED;
+    if (!allowed)
         return brig_error_set(err, 0, "cannot %s container `%s`: it is %s",
                               frozen ? "pause" : "resume", st->id, brig_status_name(status));
     return brig_cgroup_freeze(cg, frozen, err);

@@ -11,9 +11,12 @@
 
 /* Compiles the rules into instructions. Rules are evaluated like the
  * devices cgroup v1 did: the last matching rule wins; nothing matching is a
- * deny. The devices every container needs (null, zero, full, random,
- * urandom, tty, ptmx, pts/*) are allowed ahead of the spec's rules only
- * when `with_defaults` is set. Pure. */
+ * deny. When `with_defaults` is set, the devices every container needs
+ * (null, zero, full, random, urandom, tty, ptmx, pts/N) are allowed with
+ * precedence over the spec's rules (as if appended after them, like runc),
+ * so a spec's leading "deny all" doesn't take /dev/null away. An allow rule
+ * matches an access only if it grants all of it (r and w for a read-write
+ * open); a deny rule matches if it denies any part of it. Pure. */
 int brig_ebpf_devices_compile(const struct brig_device_rule *rules, size_t n, bool with_defaults,
                               struct bpf_insn **out, size_t *len, brig_error_t *err);
 

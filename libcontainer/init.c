@@ -289,15 +289,19 @@ int brig_init_exec(const struct brig_init_config *cfg, int sync_fd, int fifo_fd,
         return -1;
     close(sync_fd);
 
-    /* Blocks until `start` opens the other end: the exec fifo model. */
+    /* Blocks until `start` opens the other end: the exec fifo model. What
+     * we write tells `start` how it went: "0" for exec, or "E" and why. */
     int w = open(fifo_path, O_WRONLY | O_CLOEXEC);
-    if (w < 0 || brig_write_all(w, "0", 1) < 0)
+    if (w < 0)
         die_after_ready("open exec fifo", NULL);
-    close(w);
     close(fifo_fd);
-
-    if (brig_hooks_run(&spec->hooks.start_container, "startContainer", state_json, err) < 0)
-        die_after_ready("startContainer hook", *err);
+    if (brig_hooks_run(&spec->hooks.start_container, "startContainer", state_json, err) < 0) {
+        dprintf(w, "E%s", (*err)->msg);
+        _exit(1);
+    }
+    if (brig_write_all(w, "0", 1) < 0)
+        die_after_ready("write exec fifo", NULL);
+    close(w);
     execve(exe, p->args.v, env);
     die_after_ready(exe, NULL);
 }

@@ -378,12 +378,11 @@ static bool cgroup_frozen(const char *path)
 
 enum brig_status brig_state_status(int dir_fd, const struct brig_state *st)
 {
-    if (st->pid == 0) {
-        struct stat sb;
-        /* No init recorded: a create in progress, or one that died. */
-        return fstatat(dir_fd, BRIG_STATE_FILE, &sb, 0) == 0 ? BRIG_STATUS_STOPPED
-                                                             : BRIG_STATUS_CREATING;
-    }
+    /* No init recorded: a create in progress, or one that died half-way
+     * (create holds the lock, so whoever sees this under the lock sees the
+     * remains of a dead one). */
+    if (st->pid == 0)
+        return BRIG_STATUS_CREATING;
     if (!brig_state_init_alive(st))
         return BRIG_STATUS_STOPPED;
     if (faccessat(dir_fd, BRIG_EXEC_FIFO, F_OK, AT_SYMLINK_NOFOLLOW) == 0)

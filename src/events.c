@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "brig.h"
@@ -107,6 +108,14 @@ static int watch_memory_events(const char *id)
     return fd;
 }
 
+static int ms_until(const struct timespec *t)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long long ms = (long long) (t->tv_sec - now.tv_sec) * 1000 + (t->tv_nsec - now.tv_nsec) / 1000000;
+    return ms > 0 ? (int) ms : 0;
+}
+
 int brig_cmd_events(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -140,26 +149,42 @@ int brig_cmd_events(int argc, char **argv)
     }
     uint64_t ooms = s.memory_events_oom_kill;
     int watch = watch_memory_events(id);
+    print_stats(id, &s);
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
     for (;;) {
+        next.tv_sec += interval_ms / 1000;
+        next.tv_nsec += (long) (interval_ms % 1000) * 1000000L;
+        if (next.tv_nsec >= 1000000000L) {
+            next.tv_sec++;
+            next.tv_nsec -= 1000000000L;
+        }
+        bool due = false;
+        while (!due) {
+            /* Wake on memory.events changes to report an OOM at once;
+             * statistics go out only at each interval. */
+            struct pollfd p = { .fd = watch, .events = POLLIN };
+            int r = poll(&p, 1, ms_until(&next));
+            if (r > 0) {
+                char buf[4096];
+                while (read(watch, buf, sizeof buf) > 0)
+                    ;
+            }
+            due = r == 0 || ms_until(&next) == 0;
+            if (brig_container_stats(brig_globals.root, id, &s, &err) < 0) {
+                /* Gone or stopped: the stream ends there. */
+                brig_error_release(&err);
+                goto out;
+            }
+            if (s.memory_events_oom_kill > ooms) {
+                printf("{\"type\":\"oom\",\"id\":\"%s\"}\n", id);
+                fflush(stdout);
+                ooms = s.memory_events_oom_kill;
+            }
+        }
         print_stats(id, &s);
-        struct pollfd p = { .fd = watch, .events = POLLIN };
-        int r = poll(&p, 1, interval_ms);
-        if (r > 0) {
-            char buf[4096];
-            while (read(watch, buf, sizeof buf) > 0)
-                ;
-        }
-        if (brig_container_stats(brig_globals.root, id, &s, &err) < 0) {
-            /* Gone or stopped: the stream ends there. */
-            brig_error_release(&err);
-            break;
-        }
-        if (s.memory_events_oom_kill > ooms) {
-            printf("{\"type\":\"oom\",\"id\":\"%s\"}\n", id);
-            fflush(stdout);
-            ooms = s.memory_events_oom_kill;
-        }
     }
+out:
     if (watch >= 0)
         close(watch);
     return 0;

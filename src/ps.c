@@ -57,6 +57,11 @@ static int ps_table(const pid_t *pids, size_t n, char **ps_args, int n_args)
     if (pipe2(fds, O_CLOEXEC) < 0)
         return brig_fail_msg("ps: pipe: %s", strerror(errno));
     pid_t child = fork();
+    if (child < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return brig_fail_msg("ps: fork: %s", strerror(errno));
+    }
     if (child == 0) {
         dup2(fds[1], STDOUT_FILENO);
         char **argv_ps = calloc((size_t) n_args + 3, sizeof *argv_ps);
@@ -93,9 +98,11 @@ static int ps_table(const pid_t *pids, size_t n, char **ps_args, int n_args)
         fclose(out);
     int status = 0;
     waitpid(child, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return brig_fail_msg("ps: ps(1) failed (status %d)", WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
     if (col < 0)
         return brig_fail_msg("ps: the output of ps has no PID column");
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+    return 0;
 }
 
 int brig_cmd_ps(int argc, char **argv)

@@ -65,6 +65,15 @@ static bool pump(int from, int to)
     return brig_write_all(to, buf, (size_t) n) == 0;
 }
 
+/* Our stdin ended: type the terminal's end-of-file character, so a program
+ * reading the pty sees EOF as it would at a keyboard. */
+static void send_eof(int master)
+{
+    struct termios t;
+    char eof = tcgetattr(master, &t) == 0 ? (char) t.c_cc[VEOF] : 4;
+    brig_write_all(master, &eof, 1);
+}
+
 /* Waits for the init, forwarding every signal brig receives to it and,
  * with a terminal, relaying between our stdio and the pty master. */
 static int wait_forwarding(int sfd, pid_t init, int master)
@@ -82,8 +91,8 @@ static int wait_forwarding(int sfd, pid_t init, int master)
                 continue;
             return 255;
         }
-        if (p[1].revents)
-            stdin_open = pump(STDIN_FILENO, master);
+        if (p[1].revents && !(stdin_open = pump(STDIN_FILENO, master)))
+            send_eof(master);
         if (p[2].revents)
             master_open = pump(master, STDOUT_FILENO);
         if (!(p[0].revents & POLLIN))
@@ -166,8 +175,10 @@ int brig_cmd_run(int argc, char **argv)
     if (master >= 0)
         close(master);
     close(sfd);
+    /* The container's status is what run reports, even when the clean-up
+     * after it went wrong: that is said on stderr. */
     if (!extra.keep && brig_container_delete(o.root, o.id, true, &warning, &err) < 0)
-        return brig_fail(&err);
+        brig_warn(&err);
     brig_warn(&warning);
     return status;
 }

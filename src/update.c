@@ -224,6 +224,8 @@ int brig_cmd_update(int argc, char **argv)
     }
     if (rc == 0 && brig_expect_args(argc, argv, 1, "container id") != 0)
         rc = 1;
+    if (rc == 0 && file && any)
+        rc = brig_fail_msg("update: give either --resources or limit options, not both");
     if (rc == 0 && file) {
         brig_resources_free(r);
         r = NULL;

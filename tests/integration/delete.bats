@@ -122,3 +122,22 @@ load helpers
 	run brig list -q
 	[ "$output" = "$CID-b" ]
 }
+
+@test "a create killed half-way leaves nothing that delete --force cannot clean" {
+	hook=$BATS_TEST_TMPDIR/slow-hook
+	printf '#!/bin/sh\necho started >%s/hook-started\nsleep 30\n' "$BATS_TEST_TMPDIR" >"$hook"
+	chmod +x "$hook"
+	update_config '.hooks.createRuntime = [{path: $p}]' --arg p "$hook"
+	set_args sleep 100
+	brig create -b "$BUNDLE" "$CID" </dev/null >/dev/null 2>"$BATS_TEST_TMPDIR/create.err" &
+	create_pid=$!
+	wait_for_file "$BATS_TEST_TMPDIR/hook-started" || fail "hook did not start: $(cat "$BATS_TEST_TMPDIR/create.err")"
+	# The runtime itself dies (not just the wrapper around it), mid-create.
+	pkill -9 -f -- "--root $ROOT create" || fail "no brig create to kill"
+	wait "$create_pid" || true
+	pkill -f "$hook" || true
+	# The half-made container is listed, and delete --force removes it all.
+	[ "$(container_status "$CID")" = creating ]
+	brig delete --force "$CID"
+	assert_no_leftovers "$CID"
+}

@@ -208,3 +208,40 @@ position() {
 	[ "$status" -eq 0 ]
 	[ "$(recorded_kinds)" = prestart ]
 }
+
+@test "a failing startContainer hook fails start, and the process never runs" {
+	add_hook startContainer /bin/false
+	set_args sh -c 'echo ran >/hooklog/ran'
+	brig_detached create -b "$BUNDLE" "$CID"
+	run --separate-stderr brig start "$CID"
+	assert_one_line_error startContainer brig:"$CID"
+	[ ! -e "$LOGDIR/ran" ] || fail "the process ran after its startContainer hook failed"
+	wait_for_status "$CID" stopped
+	brig delete "$CID"
+}
+
+@test "a failing poststart hook warns, the others still run and the container runs" {
+	add_hook poststart /bin/false
+	add_hook poststart "$HOOK" poststart
+	set_args sleep 100
+	brig_detached create -b "$BUNDLE" "$CID"
+	run --separate-stderr brig start "$CID"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *warning*poststart* ]] || fail "no warning: $stderr"
+	[ "$(recorded_kinds)" = poststart ] || fail "second poststart hook did not run: $(recorded_kinds)"
+	[ "$(container_status "$CID")" = running ]
+}
+
+@test "a failing poststop hook warns and delete still removes the container" {
+	add_hook poststop /bin/false
+	add_hook poststop "$HOOK" poststop
+	set_args true
+	brig_detached create -b "$BUNDLE" "$CID"
+	brig start "$CID"
+	wait_for_status "$CID" stopped
+	run --separate-stderr brig delete "$CID"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *warning*poststop* ]] || fail "no warning: $stderr"
+	[ "$(recorded_kinds)" = poststop ]
+	assert_no_leftovers "$CID"
+}
