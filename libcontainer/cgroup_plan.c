@@ -244,7 +244,7 @@ static int plan_throttle(struct plan *p, const struct brig_throttle_list *l, con
 /* leafWeight has no v2 equivalent and is ignored, like runc. */
 static int plan_io(struct plan *p, const struct brig_block_io *b, brig_error_t *err)
 {
-    uint64_t w;
+    uint64_t w = 0;
     if (b->has_weight && b->weight != 0) {
         if (blkio_weight(b->weight, "weight", &w, err) < 0
             || plan_add(p, err, "io.weight", "default %" PRIu64, w) < 0)

@@ -202,8 +202,31 @@ static int setup_cgroup(const struct brig_create_options *o, const struct brig_s
         return brig_error_set(err, ENOMEM, "cgroup");
     if (brig_cgroup_path_resolve(l ? l->cgroups_path : NULL, o->id, mine, &relative, err) < 0)
         return -1;
-    static const struct brig_resources none;
-    return brig_cgroup_create(relative, l && l->resources ? l->resources : &none, cg, err);
+    /* The devices the spec creates are allowed to the container, on top of
+     * the rules in linux.resources.devices (what users of runc expect). */
+    struct brig_resources res = { 0 };
+    if (l && l->resources)
+        res = *l->resources;
+    size_t n_extra = l ? l->n_devices : 0;
+    cleanup_free struct brig_device_rule *rules = calloc(res.n_devices + n_extra + 1, sizeof *rules);
+    if (rules == NULL)
+        return brig_error_set(err, ENOMEM, "cgroup");
+    if (res.n_devices)
+        memcpy(rules, res.devices, res.n_devices * sizeof *rules);
+    size_t n = res.n_devices;
+    for (size_t i = 0; i < n_extra; i++) {
+        const struct brig_device *d = &l->devices[i];
+        if (d->type[0] == 'p')
+            continue; /* a fifo is no device the cgroup guards */
+        /* "u" (unbuffered) is a character device to the kernel. */
+        rules[n++] = (struct brig_device_rule) {
+            .allow = true, .type = (char *) (d->type[0] == 'b' ? "b" : "c"), .has_major = true,
+            .major = d->major, .has_minor = true, .minor = d->minor, .access = (char *) "rwm",
+        };
+    }
+    res.devices = rules;
+    res.n_devices = n;
+    return brig_cgroup_create(relative, &res, cg, err);
 }
 
 static bool needs_saved_config(const struct brig_spec *spec)

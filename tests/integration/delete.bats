@@ -125,7 +125,7 @@ load helpers
 
 @test "a create killed half-way leaves nothing that delete --force cannot clean" {
 	hook=$BATS_TEST_TMPDIR/slow-hook
-	printf '#!/bin/sh\necho started >%s/hook-started\nsleep 30\n' "$BATS_TEST_TMPDIR" >"$hook"
+	printf '#!/bin/sh\necho started >%s/hook-started\nexec sleep 37\n' "$BATS_TEST_TMPDIR" >"$hook"
 	chmod +x "$hook"
 	update_config '.hooks.createRuntime = [{path: $p}]' --arg p "$hook"
 	set_args sleep 100
@@ -135,7 +135,8 @@ load helpers
 	# The runtime itself dies (not just the wrapper around it), mid-create.
 	pkill -9 -f -- "--root $ROOT create" || fail "no brig create to kill"
 	wait "$create_pid" || true
-	pkill -f "$hook" || true
+	# The orphaned hook (exec'd into a distinctive sleep) goes too.
+	pkill -x -f "sleep 37" || true
 	# The half-made container is listed, and delete --force removes it all.
 	[ "$(container_status "$CID")" = creating ]
 	brig delete --force "$CID"

@@ -114,7 +114,7 @@ fi
 # --- initramfs --------------------------------------------------------------
 root=$tmp/root
 mkdir -p "$root/bin" "$root/dev" "$root/proc" "$root/sys" "$root/lower" \
-	"$root/newroot" "$root/rw" "$root/ctl" "$root/lib/modules/$kver"
+	"$root/newroot" "$root/rw" "$root/lib/modules/$kver"
 cp /bin/busybox "$root/bin/busybox"
 ln -s busybox "$root/bin/sh"
 cp "$here/init" "$root/init"

@@ -109,7 +109,15 @@ kernel=$cache/vmlinux
 initrd=$cache/initramfs.cpio
 
 # --- this run's files -----------------------------------------------------------
+# The guest reads the run's files through the shared host root, at a path
+# given on the kernel command line: no blanks in it.
 run=$(mktemp -d "${TMPDIR:-/tmp}/brig-vm.XXXXXX") || die "mktemp failed"
+case $run in
+*[[:space:]]*)
+	rm -rf "$run"
+	die "TMPDIR must not contain blanks ($run)"
+	;;
+esac
 qpid=""
 cleanup() {
 	[ -n "$qpid" ] && kill "$qpid" 2>/dev/null
@@ -145,10 +153,9 @@ first_share=$(echo "$shares" | sed -n '/./{p;q;}')
 } >"$run/ctl/cmd"
 
 set -- -nodefaults -no-user-config -display none -vga none -no-reboot \
-	-accel tcg -machine pc -cpu max -m "$mem" -smp "$cpus" \
+	-accel tcg -machine pc -cpu qemu64 -m "$mem" -smp "$cpus" \
 	-kernel "$kernel" -initrd "$initrd" \
 	-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
-	-virtfs "local,path=$(qarg "$run/ctl"),mount_tag=brigctl,security_model=none,readonly=on" \
 	-device virtio-serial-pci,ioeventfd=off
 # ioeventfd=off: the guest's writes to the ports are then handled before its
 # write() returns, so nothing the command printed can still be in flight
@@ -164,7 +171,7 @@ done >"$run/ctl/shares"
 while read -r tag dir; do
 	set -- "$@" -virtfs "local,path=$(qarg "$dir"),mount_tag=$tag,security_model=passthrough,multidevs=remap"
 done <"$run/ctl/shares"
-append="panic=-1 mitigations=off rdinit=/init"
+append="panic=-1 mitigations=off pci=noacpi rdinit=/init brig.run=$run/ctl ${BRIG_VM_APPEND:-}"
 if [ "$debug" = 1 ]; then
 	append="$append console=ttyS0 brig.debug=1"
 	set -- "$@" -chardev "file,id=con,path=$(qarg "$run/console")" -serial chardev:con
