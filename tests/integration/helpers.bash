@@ -308,3 +308,25 @@ teardown_bundle() {
 
 	[ -z "$problems" ] || fail "teardown: $problems"
 }
+
+# ------------------------------------------------------------- cgroups ----
+
+# The cgroup v2 hierarchy: /sys/fs/cgroup on a pure v2 host, the unified
+# mount on a hybrid one.
+cgroup_v2_root() {
+	if [ "$(stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ]; then
+		echo /sys/fs/cgroup
+	else
+		echo /sys/fs/cgroup/unified
+	fi
+}
+
+# True when the v2 hierarchy offers the controller.
+has_controller() {
+	grep -qw "$1" "$(cgroup_v2_root)/cgroup.controllers"
+}
+
+# container_cgroup ID: the absolute cgroup directory brig recorded for it.
+container_cgroup() {
+	jq -r '.cgroupPath' "$ROOT/$1/state.json"
+}
