@@ -119,6 +119,7 @@ case $run in
 	;;
 esac
 qpid=""
+# shellcheck disable=SC2317 # run by the EXIT trap
 cleanup() {
 	[ -n "$qpid" ] && kill "$qpid" 2>/dev/null
 	rm -rf "$run"
@@ -153,7 +154,7 @@ first_share=$(echo "$shares" | sed -n '/./{p;q;}')
 } >"$run/ctl/cmd"
 
 set -- -nodefaults -no-user-config -display none -vga none -no-reboot \
-	-accel tcg -machine pc -cpu qemu64 -m "$mem" -smp "$cpus" \
+	-accel tcg -machine pc -cpu max -m "$mem" -smp "$cpus" \
 	-kernel "$kernel" -initrd "$initrd" \
 	-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
 	-device virtio-serial-pci,ioeventfd=off
@@ -202,6 +203,9 @@ wait "$tout" "$terr"
 
 rc=$(tr -dc 0-9 <"$run/status")
 if [ -z "$rc" ]; then
+	if [ "$timeout" != 0 ] && [ "$qrc" -eq 137 ]; then
+		die "the VM was killed after BRIG_VM_TIMEOUT=$timeout seconds"
+	fi
 	if [ "$qrc" -ne 0 ]; then
 		die "qemu failed (status $qrc)"
 	fi
