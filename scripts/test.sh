@@ -9,11 +9,17 @@ scripts/install-deps.sh
 ./configure --enable-werror
 make -j"$(nproc)"
 
-if ! make check; then
+status=0
+make check || status=$?
+if [ "$status" -ne 0 ]; then
 	# automake keeps the details of failing tests in test-suite.log files.
 	find . -name test-suite.log -not -path './.git/*' | while read -r log; do
 		echo "==================== $log"
 		cat "$log"
 	done
-	exit 1
 fi
+# Each test program's log ends with its count; add them up.
+find tests -name '*.log' ! -name test-suite.log -exec tail -n 1 {} + |
+	grep -E '^[0-9]+ passed, [0-9]+ failed' |
+	awk '{ p += $1; f += $3; s += $5 } END { printf "total: %d passed, %d failed, %d skipped\n", p, f, s }'
+exit "$status"
