@@ -157,20 +157,6 @@ static int new_state(const struct brig_create_options *o, const struct brig_spec
     return resolve_paths(o, spec, &st->bundle, &st->rootfs, err);
 }
 
-static int write_pid_file(const char *path, pid_t pid, brig_error_t *err)
-{
-    cleanup_free char *dir_copy = strdup(path), *base_copy = strdup(path);
-    if (!dir_copy || !base_copy)
-        return brig_error_set(err, ENOMEM, "pid file");
-    cleanup_close int dfd = open(dirname(dir_copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0)
-        return brig_error_set(err, errno, "pid file `%s`", path);
-    char buf[16];
-    int n = snprintf(buf, sizeof buf, "%d", pid);
-    if (brig_write_file_atomic_at(dfd, basename(base_copy), buf, (size_t) n, 0644, err) < 0)
-        return brig_error_wrap(err, "pid file `%s`", path);
-    return 0;
-}
 
 /* The caller's own cgroup v2 path, from the "0::" line of /proc/self/cgroup. */
 static char *own_cgroup(void)
@@ -229,11 +215,6 @@ static int setup_cgroup(const struct brig_create_options *o, const struct brig_s
     return brig_cgroup_create(relative, &res, cg, err);
 }
 
-static bool needs_saved_config(const struct brig_spec *spec)
-{
-    return spec->hooks.poststart.n > 0 || spec->hooks.poststop.n > 0;
-}
-
 static int create_in_dir(const struct brig_create_options *o, const struct brig_spec *spec,
                          const char *config_path, int dir_fd, pid_t *init_pid, brig_error_t *err)
 {
@@ -245,14 +226,14 @@ static int create_in_dir(const struct brig_create_options *o, const struct brig_
     if (r == 0 && (mkfifoat(dir_fd, BRIG_EXEC_FIFO, 0622) < 0
                    || fchmodat(dir_fd, BRIG_EXEC_FIFO, 0622, 0) < 0))
         r = brig_error_set(err, errno, "create exec fifo");
-    if (r == 0 && needs_saved_config(spec)) {
-        /* Hooks that run after create need the spec; keep a copy rather
-         * than trusting the bundle to stay unchanged. */
+    if (r == 0) {
+        /* post* hooks and exec need the spec: keep it as it was created,
+         * rather than trusting the bundle to stay unchanged. */
         cleanup_free char *json = NULL;
         size_t len = 0;
         r = brig_read_file(config_path, &json, &len, err);
         if (r == 0)
-            r = brig_write_file_atomic_at(dir_fd, BRIG_POSTSTOP_CONFIG, json, len, 0600, err);
+            r = brig_write_file_atomic_at(dir_fd, BRIG_SAVED_CONFIG, json, len, 0600, err);
     }
     if (r == 0 && brig_mounts_check_destinations(spec, st->rootfs, err) < 0)
         r = brig_error_wrap(err, "%s", config_path);
@@ -301,7 +282,7 @@ static int create_in_dir(const struct brig_create_options *o, const struct brig_
         if (r == 0)
             r = brig_state_write(dir_fd, st, err);
         if (r == 0 && o->pid_file)
-            r = write_pid_file(o->pid_file, st->pid, err);
+            r = brig_write_pid_file(o->pid_file, st->pid, err);
         if (r < 0)
             kill(st->pid, SIGKILL);
     }
@@ -357,12 +338,12 @@ int brig_container_create(const struct brig_create_options *o, pid_t *init_pid, 
 
 /* ---- the saved spec for post* hooks ---- */
 
-static int load_saved_spec(int dir_fd, struct brig_spec **spec, brig_error_t *err)
+int brig_container_load_spec(int dir_fd, struct brig_spec **spec, brig_error_t *err)
 {
     cleanup_free char *json = NULL;
     size_t len = 0;
     *spec = NULL;
-    if (brig_read_file_at(dir_fd, BRIG_POSTSTOP_CONFIG, &json, &len, err) < 0) {
+    if (brig_read_file_at(dir_fd, BRIG_SAVED_CONFIG, &json, &len, err) < 0) {
         if ((*err)->errnum == ENOENT) {
             brig_error_release(err);
             return 0;
@@ -376,7 +357,7 @@ static int run_post_hooks(int dir_fd, const struct brig_state *st, enum brig_sta
                           bool poststart, brig_error_t *warning)
 {
     struct brig_spec *spec = NULL;
-    if (load_saved_spec(dir_fd, &spec, warning) < 0 || spec == NULL)
+    if (brig_container_load_spec(dir_fd, &spec, warning) < 0 || spec == NULL)
         return spec == NULL && *warning ? -1 : 0;
     cleanup_free char *json = NULL;
     int r = brig_state_to_json(st, status, false, &json, warning);
@@ -422,12 +403,14 @@ int brig_container_open(const char *root, const char *id, int *root_fd, struct b
  * dead one doesn't leave us waiting forever. */
 static int release_init(int dir_fd, const struct brig_state *st, brig_error_t *err)
 {
-    cleanup_close int fifo = openat(dir_fd, BRIG_EXEC_FIFO, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fifo < 0)
-        return brig_error_set(err, errno, "open exec fifo");
+    /* The pidfd first: opening the fifo lets the init go, and a short-lived
+     * process could be gone before we looked for it. */
     cleanup_close int pidfd = init_pidfd(st);
     if (pidfd < 0)
         return brig_error_set(err, 0, "container `%s`: its init has exited", st->id);
+    cleanup_close int fifo = openat(dir_fd, BRIG_EXEC_FIFO, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fifo < 0)
+        return brig_error_set(err, errno, "open exec fifo");
     for (;;) {
         struct pollfd p[2] = { { .fd = fifo, .events = POLLIN }, { .fd = pidfd, .events = POLLIN } };
         if (poll(p, 2, -1) < 0) {

@@ -46,6 +46,25 @@ int brig_container_state(const char *root, const char *id, struct brig_state **s
 int brig_container_open(const char *root, const char *id, int *root_fd, struct brig_state **st,
                         brig_error_t *err);
 
+struct brig_process;
+struct brig_exec_options {
+    const char *root;
+    const char *id;
+    const struct brig_process *process;  /* complete: the caller merges flags and spec */
+    const char *console_socket;          /* with process.terminal: gets the master */
+    int *pty_master;                     /* or the caller takes it (exec relays it) */
+    int preserve_fds;
+    const char *cgroup;                  /* --cgroup: a sub-cgroup of the container's */
+    bool ignore_paused;
+};
+
+/* Starts a process in the running container; *pid is its pid here. */
+int brig_container_exec(const struct brig_exec_options *opts, pid_t *pid, brig_error_t *err);
+
+/* The spec the container was created from (kept in its state dir); *spec
+ * is NULL when there is none (a container made by an older brig). */
+int brig_container_load_spec(int dir_fd, struct brig_spec **spec, brig_error_t *err);
+
 /* Operations on a live container's cgroup (container_cgroup.c). */
 int brig_container_pause(const char *root, const char *id, brig_error_t *err);
 int brig_container_resume(const char *root, const char *id, brig_error_t *err);

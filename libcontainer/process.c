@@ -26,7 +26,7 @@
 
 /* fork() with namespace flags: the raw syscall, because glibc's clone()
  * wants a separate stack and we want fork semantics (copy of our memory). */
-static pid_t clone_fork(unsigned long flags)
+pid_t brig_clone_fork(unsigned long flags)
 {
     return (pid_t) syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, NULL);
 }
@@ -34,7 +34,7 @@ static pid_t clone_fork(unsigned long flags)
 /* clone3 straight into the container's cgroup: the child never runs a
  * single instruction outside it, and no cgroup.procs write is needed.
  * Returns -1 with errno when the kernel can't. */
-static pid_t clone_into_cgroup(unsigned long flags, int cgroup_fd)
+pid_t brig_clone_into_cgroup(unsigned long flags, int cgroup_fd)
 {
     struct clone_args args;
     memset(&args, 0, sizeof args);
@@ -84,7 +84,7 @@ static int joiner_enter(const struct brig_init_config *cfg, const struct brig_ns
         return brig_error_set(err, errno, "create pid/time namespace");
     if ((flags & CLONE_NEWTIME) && brig_ns_write_time_offsets(cfg->spec->linux_, err) < 0)
         return -1;
-    pid_t init = clone_fork(0);
+    pid_t init = brig_clone_fork(0);
     if (init < 0)
         return brig_error_set(err, errno, "fork init");
     if (init == 0)
@@ -187,6 +187,8 @@ static int drive_child(const struct brig_init_config *cfg, int sync_fd, pid_t ch
             break;
         case BRIG_SYNC_RUNTIME_HOOKS: {
             cleanup_free char *state_json = NULL;
+            if (*init == 0 && brig_sync_await_pid(sync_fd, child, init, err) < 0)
+                return -1;
             if (cfg->runtime_hooks(cfg->ctx, *init, &state_json, err) < 0)
                 return -1;
             if (brig_sync_send(sync_fd, BRIG_SYNC_HOOKS_DONE, 0, state_json, err) < 0)
@@ -201,7 +203,7 @@ static int drive_child(const struct brig_init_config *cfg, int sync_fd, pid_t ch
             *pty_master = msg->fd;
             break;
         case BRIG_SYNC_READY:
-            return 0;
+            return *init == 0 ? brig_sync_await_pid(sync_fd, child, init, err) : 0;
         case BRIG_SYNC_ERROR:
             return brig_error_from_message(err, msg->value, msg->payload);
         default:
@@ -236,11 +238,11 @@ int brig_process_spawn_init(const struct brig_init_config *cfg, pid_t *init_pid,
     bool wait_cgroup = false;
     pid_t child = -1;
     if (cfg->cgroup_fd >= 0) {
-        child = clone_into_cgroup(clone_flags, cfg->cgroup_fd);
+        child = brig_clone_into_cgroup(clone_flags, cfg->cgroup_fd);
         wait_cgroup = child < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL);
     }
     if (cfg->cgroup_fd < 0 || wait_cgroup)
-        child = clone_fork(clone_flags);
+        child = brig_clone_fork(clone_flags);
     if (child < 0) {
         int saved = errno;
         brig_ns_join_close(&join);

@@ -36,6 +36,21 @@ int brig_process_spawn_init(const struct brig_init_config *cfg, pid_t *init_pid,
  * cgroup becomes its "/". */
 int brig_process_clone_flags(const struct brig_spec *spec);
 
+/* args[0] looked up in process.env's PATH, inside the container (call it
+ * after pivot_root / setns into the mount namespace). Caller frees. */
+int brig_process_find_executable(const struct brig_process *process, char **out,
+                                 brig_error_t *err);
+/* process.env plus HOME from the container's /etc/passwd when missing.
+ * The strings are borrowed from process, except the added HOME. */
+char **brig_process_build_env(const struct brig_process *process);
+/* Marks every fd from first_fd up close-on-exec. */
+void brig_process_cloexec_from(int first_fd);
+
+/* fork() with CLONE_NEW* flags, and the same straight into a cgroup
+ * (clone3 CLONE_INTO_CGROUP; -1 with errno when the kernel can't). */
+pid_t brig_clone_fork(unsigned long flags);
+pid_t brig_clone_into_cgroup(unsigned long flags, int cgroup_fd);
+
 /* Runs in the init after it is in its namespaces: rootfs, identity, exec.
  * Returns only on failure. */
 int brig_init_exec(const struct brig_init_config *cfg, int sync_fd, int fifo_fd,

@@ -13,7 +13,7 @@
 #define BRIG_DEFAULT_ROOT "/run/brig"
 #define BRIG_STATE_FILE "state.json"
 #define BRIG_EXEC_FIFO "exec.fifo"
-#define BRIG_POSTSTOP_CONFIG "config.json"  /* kept only when poststop hooks exist */
+#define BRIG_SAVED_CONFIG "config.json"  /* the spec as created: hooks and exec read it */
 #define BRIG_OCI_VERSION "1.2.0"
 
 enum brig_status {

@@ -4,7 +4,9 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <stdlib.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 
 #include "utils.h"
 
@@ -76,6 +78,21 @@ int brig_sync_expect(int fd, uint32_t type, struct brig_sync_msg *msg, brig_erro
     if (msg->type != type)
         return brig_error_set(err, EPROTO, "sync: expected message %u, got %u", type, msg->type);
     return 0;
+}
+
+int brig_sync_await_pid(int fd, pid_t child, pid_t *pid, brig_error_t *err)
+{
+    struct brig_sync_msg *msg = malloc(sizeof *msg);
+    if (msg == NULL)
+        return brig_error_set(err, ENOMEM, "sync");
+    int r = brig_sync_expect(fd, BRIG_SYNC_INIT_PID, msg, err);
+    if (r == 0)
+        *pid = msg->value;
+    free(msg);
+    if (r == 0 && *pid != child)
+        while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
+            ;
+    return r;
 }
 
 void brig_sync_report_error(int fd, brig_error_t err)

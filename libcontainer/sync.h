@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "error.h"
 
@@ -41,6 +42,12 @@ int brig_sync_send_fd(int fd, uint32_t type, int passed, brig_error_t *err);
 int brig_sync_recv(int fd, struct brig_sync_msg *msg, brig_error_t *err);
 /* Receives and checks the type; a BRIG_SYNC_ERROR from the peer becomes *err. */
 int brig_sync_expect(int fd, uint32_t type, struct brig_sync_msg *msg, brig_error_t *err);
+
+/* Two processes write to the runtime's end: the intermediate that forks
+ * the final process reports its pid, and that process goes on alone, so
+ * its next message can overtake the pid. Receives until the pid arrives
+ * (then reaps the intermediate, `child`). */
+int brig_sync_await_pid(int fd, pid_t child, pid_t *pid, brig_error_t *err);
 
 /* Child side: reports *err to the runtime; used right before _exit(). */
 void brig_sync_report_error(int fd, brig_error_t err);

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,5 +203,20 @@ int brig_process_start_time(pid_t pid, unsigned long long *out, brig_error_t *er
             return brig_error_set(err, EINVAL, "parse `%s`", path);
     }
     *out = strtoull(p + 1, NULL, 10);
+    return 0;
+}
+
+int brig_write_pid_file(const char *path, pid_t pid, brig_error_t *err)
+{
+    cleanup_free char *dir_copy = strdup(path), *base_copy = strdup(path);
+    if (!dir_copy || !base_copy)
+        return brig_error_set(err, ENOMEM, "pid file");
+    cleanup_close int dfd = open(dirname(dir_copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return brig_error_set(err, errno, "pid file `%s`", path);
+    char buf[16];
+    int n = snprintf(buf, sizeof buf, "%d", pid);
+    if (brig_write_file_atomic_at(dfd, basename(base_copy), buf, (size_t) n, 0644, err) < 0)
+        return brig_error_wrap(err, "pid file `%s`", path);
     return 0;
 }

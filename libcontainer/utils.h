@@ -19,6 +19,9 @@ int brig_write_file(const char *path, const char *data, size_t len, brig_error_t
 int brig_write_file_atomic_at(int dirfd, const char *name, const char *data, size_t len,
                               mode_t mode, brig_error_t *err);
 
+/* Writes a pid file atomically (--pid-file of create, run, exec). */
+int brig_write_pid_file(const char *path, pid_t pid, brig_error_t *err);
+
 /* Writes all of buf, retrying on EINTR and short writes. */
 int brig_write_all(int fd, const void *buf, size_t len);
 

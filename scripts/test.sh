@@ -18,8 +18,9 @@ if [ "$status" -ne 0 ]; then
 		cat "$log"
 	done
 fi
-# Each test program's log ends with its count; add them up.
-find tests -name '*.log' ! -name test-suite.log -exec tail -n 1 {} + |
-	grep -E '^[0-9]+ passed, [0-9]+ failed' |
+# Each test program's log holds its count (the last such line); add them up.
+find tests -name '*.log' ! -name test-suite.log | while read -r log; do
+	grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1
+done |
 	awk '{ p += $1; f += $3; s += $5 } END { printf "total: %d passed, %d failed, %d skipped\n", p, f, s }'
 exit "$status"

@@ -22,6 +22,7 @@ static const struct command commands[] = {
     { "create", brig_cmd_create, "create a container, its init blocked before exec" },
     { "start", brig_cmd_start, "start the process of a created container" },
     { "run", brig_cmd_run, "create and start a container, wait for it" },
+    { "exec", brig_cmd_exec, "run a new process in a running container" },
     { "state", brig_cmd_state, "print the state of a container as JSON" },
     { "kill", brig_cmd_kill, "send a signal to a container's init (or all its processes)" },
     { "delete", brig_cmd_delete, "remove a container and everything it left" },

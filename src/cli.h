@@ -34,6 +34,9 @@ void brig_warn(brig_error_t *warning);
 /* Parses a non-negative int option; fails with a message naming the flag. */
 int brig_parse_uint(const char *flag, const char *value, int *out);
 
+/* "5s", "500ms", "1m", "2" (seconds) → milliseconds; -1 when malformed. */
+int brig_parse_duration_ms(const char *text, int *out);
+
 /* Prints usage (to stdout for --help) and returns 0. */
 int brig_usage(const char *text);
 

@@ -23,28 +23,6 @@ static const char usage[] =
     "      --stats              print the statistics once and exit\n"
     "  -h, --help               print this help\n";
 
-/* "5s", "500ms", "1m", "2" (seconds) → milliseconds. */
-static int parse_duration_ms(const char *text, int *out)
-{
-    char *end;
-    double v = strtod(text, &end);
-    if (end == text || v < 0)
-        return -1;
-    double ms;
-    if (*end == '\0' || strcmp(end, "s") == 0)
-        ms = v * 1000;
-    else if (strcmp(end, "ms") == 0)
-        ms = v;
-    else if (strcmp(end, "m") == 0)
-        ms = v * 60000;
-    else
-        return -1;
-    if (ms < 1 || ms > 86400000)
-        return -1;
-    *out = (int) ms;
-    return 0;
-}
-
 static void print_u64(const char *key, uint64_t v, bool comma)
 {
     printf("\"%s\":%llu%s", key, (unsigned long long) v, comma ? "," : "");
@@ -127,7 +105,7 @@ int brig_cmd_events(int argc, char **argv)
     int interval_ms = 5000, c;
     bool once = false;
     while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-        if (c == 'i' && parse_duration_ms(optarg, &interval_ms) < 0)
+        if (c == 'i' && brig_parse_duration_ms(optarg, &interval_ms) < 0)
             return brig_fail_msg("events: invalid --interval `%s`", optarg);
         else if (c == 's')
             once = true;

@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "container.h"
 #include "create_flags.h"
+#include "wait.h"
 #include "terminal.h"
 #include "utils.h"
 
@@ -27,97 +28,6 @@ static const char usage[] =
     "      --keep               don't delete the container after it exits\n"
     "      --no-subreaper       don't adopt the container's orphans\n"
     "  -h, --help               print this help\n";
-
-static int exit_status(int wstatus)
-{
-    if (WIFEXITED(wstatus))
-        return WEXITSTATUS(wstatus);
-    if (WIFSIGNALED(wstatus))
-        return 128 + WTERMSIG(wstatus);
-    return 255;
-}
-
-/* Reaps every child that is done; returns true once `init` is among them. */
-static bool reap(pid_t init, int *status)
-{
-    bool done = false;
-    int w;
-    pid_t pid;
-    while ((pid = waitpid(-1, &w, WNOHANG)) > 0) {
-        if (pid == init) {
-            *status = exit_status(w);
-            done = true;
-        }
-    }
-    return done;
-}
-
-/* Copies what is readable on `from` to `to`; false at EOF or error (EIO
- * is how a pty master says every slave fd is closed). */
-static bool pump(int from, int to)
-{
-    char buf[16384];
-    ssize_t n = read(from, buf, sizeof buf);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN))
-        return true;
-    if (n <= 0)
-        return false;
-    return brig_write_all(to, buf, (size_t) n) == 0;
-}
-
-/* Our stdin ended: type the terminal's end-of-file character, so a program
- * reading the pty sees EOF as it would at a keyboard. */
-static void send_eof(int master)
-{
-    struct termios t;
-    char eof = tcgetattr(master, &t) == 0 ? (char) t.c_cc[VEOF] : 4;
-    brig_write_all(master, &eof, 1);
-}
-
-/* Waits for the init, forwarding every signal brig receives to it and,
- * with a terminal, relaying between our stdio and the pty master. */
-static int wait_forwarding(int sfd, pid_t init, int master)
-{
-    int status = 255;
-    bool stdin_open = master >= 0, master_open = master >= 0, done = reap(init, &status);
-    while (!done) {
-        struct pollfd p[3] = {
-            { .fd = sfd, .events = POLLIN },
-            { .fd = stdin_open ? STDIN_FILENO : -1, .events = POLLIN },
-            { .fd = master_open ? master : -1, .events = POLLIN },
-        };
-        if (poll(p, 3, -1) < 0) {
-            if (errno == EINTR)
-                continue;
-            return 255;
-        }
-        if (p[1].revents && !(stdin_open = pump(STDIN_FILENO, master)))
-            send_eof(master);
-        if (p[2].revents)
-            master_open = pump(master, STDOUT_FILENO);
-        if (!(p[0].revents & POLLIN))
-            continue;
-        struct signalfd_siginfo si;
-        if (read(sfd, &si, sizeof si) != (ssize_t) sizeof si)
-            continue;
-        if (si.ssi_signo == SIGCHLD)
-            done = reap(init, &status);
-        else if (si.ssi_signo == SIGWINCH && master >= 0)
-            brig_terminal_copy_size(STDIN_FILENO, master);
-        else
-            kill(init, (int) si.ssi_signo);
-    }
-    /* What the process wrote just before it exited is still in the pty. */
-    if (master_open) {
-        fcntl(master, F_SETFL, O_NONBLOCK);
-        while (pump(master, STDOUT_FILENO)) {
-            struct pollfd p = { .fd = master, .events = POLLIN };
-            if (poll(&p, 1, 0) <= 0)
-                break;
-        }
-    }
-    return status;
-}
 
 int brig_cmd_run(int argc, char **argv)
 {
@@ -169,7 +79,7 @@ int brig_cmd_run(int argc, char **argv)
         raw = brig_terminal_make_raw(STDIN_FILENO, &saved, &warning) == 0;
         brig_error_release(&warning);
     }
-    int status = wait_forwarding(sfd, init, master);
+    int status = brig_wait_forwarding(sfd, init, master, 0, NULL);
     if (raw)
         tcsetattr(STDIN_FILENO, TCSANOW, &saved);
     if (master >= 0)

@@ -165,15 +165,6 @@ load helpers
 	[ -z "$(find "$(cgroup_v2_root)" -name "$CID")" ] || fail "a cgroup was left"
 }
 
-@test "on a host without the memory controller, a memory limit is an error naming it" {
-	has_controller memory && skip "this host has the memory controller (the limit is tested in cgroups_limits.bats)"
-	update_config '.linux.resources.memory = {limit: 33554432}'
-	set_args true
-	run --separate-stderr brig run "$CID"
-	assert_one_line_error memory
-	assert_no_leftovers "$CID"
-}
-
 @test "--cgroup-manager disabled leaves cgroups to the caller" {
 	set_args sleep 100
 	BRIG_TEST_MARK=$MARK "$BRIG" --root "$ROOT" --cgroup-manager disabled run -d "$CID" </dev/null >/dev/null

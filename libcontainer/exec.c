@@ -1,0 +1,270 @@
+#define _GNU_SOURCE
+/* exec: a new process in a running container. It enters every namespace
+ * of the container's init (the user namespace first, so the others are
+ * reachable), is cloned straight into the container's cgroup, and takes
+ * the same identity steps as the init before execve. */
+#include "container.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "caps.h"
+#include "cgroup.h"
+#include "cleanup.h"
+#include "namespaces.h"
+#include "path.h"
+#include "process.h"
+#include "sync.h"
+#include "terminal.h"
+#include "utils.h"
+
+static const char *const ns_proc_names[BRIG_NS_COUNT] = {
+    [BRIG_NS_PID] = "pid",   [BRIG_NS_NETWORK] = "net", [BRIG_NS_MOUNT] = "mnt",
+    [BRIG_NS_IPC] = "ipc",   [BRIG_NS_UTS] = "uts",     [BRIG_NS_USER] = "user",
+    [BRIG_NS_CGROUP] = "cgroup", [BRIG_NS_TIME] = "time",
+};
+
+/* The init's namespaces that differ from ours: those are the ones to join
+ * (setns into the namespace one is already in fails for user namespaces). */
+static int open_init_namespaces(pid_t init, struct brig_ns_join *join, brig_error_t *err)
+{
+    join->any = false;
+    for (int t = 0; t < BRIG_NS_COUNT; t++)
+        join->fd[t] = -1;
+    for (int t = 0; t < BRIG_NS_COUNT; t++) {
+        char path[64], self[64];
+        snprintf(path, sizeof path, "/proc/%d/ns/%s", init, ns_proc_names[t]);
+        snprintf(self, sizeof self, "/proc/self/ns/%s", ns_proc_names[t]);
+        struct stat theirs, ours;
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            if (errno == ENOENT && t == BRIG_NS_TIME)
+                continue; /* kernel without time namespaces */
+            int saved = errno;
+            brig_ns_join_close(join);
+            return brig_error_set(err, saved, "open `%s`", path);
+        }
+        if (fstat(fd, &theirs) == 0 && stat(self, &ours) == 0 && theirs.st_ino == ours.st_ino
+            && theirs.st_dev == ours.st_dev) {
+            close(fd);
+            continue;
+        }
+        join->fd[t] = fd;
+        join->any = true;
+    }
+    return 0;
+}
+
+static int open_exec_cgroup(const struct brig_state *st, const char *sub, brig_error_t *err)
+{
+    if (*st->cgroup_path == '\0')
+        return -2; /* not managed by brig: stay where we are */
+    cleanup_free char *path = NULL;
+    if (sub && *sub) {
+        cleanup_free char *clean = brig_path_clean(sub);
+        if (clean == NULL)
+            return brig_error_set(err, ENOMEM, "--cgroup");
+        /* Cleaned as an absolute path, ".." can't climb above the
+         * container's cgroup. */
+        const char *rel = clean[0] == '/' ? clean + 1 : clean;
+        if (asprintf(&path, "%s/%s", st->cgroup_path, rel) < 0)
+            return brig_error_set(err, ENOMEM, "--cgroup");
+        if (mkdir(path, 0755) < 0 && errno != EEXIST)
+            return brig_error_set(err, errno, "create sub-cgroup `%s`", path);
+    } else if ((path = strdup(st->cgroup_path)) == NULL) {
+        return brig_error_set(err, ENOMEM, "cgroup");
+    }
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return brig_error_set(err, errno, "open cgroup `%s`", path);
+    return fd;
+}
+
+/* In the container, as the process to be: identity, terminal, exec. */
+static int exec_in_container(const struct brig_exec_options *o, int sync_fd, brig_error_t *err)
+{
+    const struct brig_process *p = o->process;
+    if (setsid() < 0)
+        return brig_error_set(err, errno, "setsid");
+    if (p->terminal && brig_terminal_setup_init(p, sync_fd, err) < 0)
+        return brig_error_wrap(err, "terminal");
+    if (brig_rlimits_apply(p, err) < 0)
+        return -1;
+    const char *cwd = p->cwd ? p->cwd : "/";
+    bool cwd_done = chdir(cwd) == 0;
+    if (brig_process_drop_privileges(p, err) < 0)
+        return -1;
+    if (!cwd_done && chdir(cwd) < 0)
+        return brig_error_set(err, errno, "chdir to cwd `%s`", cwd);
+    cleanup_free char *exe = NULL;
+    if (brig_process_find_executable(p, &exe, err) < 0)
+        return -1;
+    char **env = brig_process_build_env(p);
+    if (env == NULL)
+        return brig_error_set(err, ENOMEM, "environment");
+    brig_process_cloexec_from(3 + o->preserve_fds);
+    if (brig_sync_send(sync_fd, BRIG_SYNC_READY, 0, NULL, err) < 0)
+        return -1;
+    execve(exe, p->args.v, env);
+    /* The runtime already let go: say it where the process would have. */
+    dprintf(STDERR_FILENO, "brig: exec `%s`: %s\n", exe, strerror(errno));
+    _exit(127);
+}
+
+static __attribute__((noreturn)) void exec_child(const struct brig_exec_options *o,
+                                                 const struct brig_ns_join *join, int sync_fd)
+{
+    brig_error_t err = NULL;
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    if (brig_ns_join_all(join, &err) == 0) {
+        struct brig_ns_join closed = *join;
+        brig_ns_join_close(&closed);
+        /* The pid and time namespaces only take effect in a child. */
+        pid_t pid = brig_clone_fork(0);
+        if (pid < 0) {
+            brig_error_set(&err, errno, "fork");
+        } else if (pid > 0) {
+            _exit(brig_sync_send(sync_fd, BRIG_SYNC_INIT_PID, pid, NULL, &err) < 0);
+        } else {
+            exec_in_container(o, sync_fd, &err);
+        }
+    }
+    brig_sync_report_error(sync_fd, err);
+    _exit(1);
+}
+
+static int drive_exec(int sync_fd, pid_t child, pid_t *pid, int *master, brig_error_t *err)
+{
+    cleanup_free struct brig_sync_msg *msg = malloc(sizeof *msg);
+    if (msg == NULL)
+        return brig_error_set(err, ENOMEM, "exec");
+    for (;;) {
+        if (brig_sync_recv(sync_fd, msg, err) < 0) {
+            if ((*err)->errnum == EPIPE)
+                return brig_error_set(err, 0, "the process died before exec");
+            return -1;
+        }
+        switch (msg->type) {
+        case BRIG_SYNC_INIT_PID:
+            *pid = msg->value;
+            while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
+                ;
+            break;
+        case BRIG_SYNC_PTY_MASTER:
+            if (*master >= 0)
+                close(*master);
+            *master = msg->fd;
+            break;
+        case BRIG_SYNC_READY:
+            return *pid == 0 ? brig_sync_await_pid(sync_fd, child, pid, err) : 0;
+        case BRIG_SYNC_ERROR:
+            return brig_error_from_message(err, msg->value, msg->payload);
+        default:
+            return brig_error_set(err, EPROTO, "sync: unexpected message %u", msg->type);
+        }
+    }
+}
+
+static int spawn(const struct brig_exec_options *o, const struct brig_state *st, bool paused,
+                 pid_t *pid, brig_error_t *err)
+{
+    struct brig_ns_join join;
+    if (open_init_namespaces(st->pid, &join, err) < 0)
+        return -1;
+    int cg = open_exec_cgroup(st, o->cgroup, err);
+    if (cg == -1) {
+        brig_ns_join_close(&join);
+        return -1;
+    }
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0) {
+        brig_ns_join_close(&join);
+        if (cg >= 0)
+            close(cg);
+        return brig_error_set(err, errno, "create sync socket");
+    }
+    cleanup_close int sync_fd = pair[0];
+    /* Into a frozen cgroup (--ignore-paused) the process would freeze
+     * before it is ready: it joins after its set-up instead, and freezes
+     * there as the rest of the container is. */
+    pid_t child = cg >= 0 && !paused ? brig_clone_into_cgroup(0, cg) : brig_clone_fork(0);
+    if (child < 0 && cg >= 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL))
+        child = brig_clone_fork(0); /* old kernel: joined below, before it execs */
+    if (child == 0) {
+        close(sync_fd);
+        exec_child(o, &join, pair[1]);
+    }
+    int saved = errno;
+    close(pair[1]);
+    brig_ns_join_close(&join);
+    if (child < 0) {
+        if (cg >= 0)
+            close(cg);
+        return brig_error_set(err, saved, "clone");
+    }
+    int master = -1;
+    *pid = 0;
+    int r = drive_exec(sync_fd, child, pid, &master, err);
+    if (r == 0 && cg >= 0 && *pid > 0) {
+        /* Harmless when clone3 put it there already; needed when it didn't. */
+        char buf[16];
+        int n = snprintf(buf, sizeof buf, "%d", *pid);
+        int procs = openat(cg, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+        if (procs < 0 || write(procs, buf, (size_t) n) != n)
+            r = brig_error_set(err, errno, "join the container's cgroup");
+        if (procs >= 0)
+            close(procs);
+    }
+    if (cg >= 0)
+        close(cg);
+    if (r == 0 && master >= 0 && o->console_socket)
+        r = brig_terminal_send_to_socket(o->console_socket, master, err);
+    if (r == 0 && master >= 0 && o->pty_master)
+        *o->pty_master = brig_steal_fd(master);
+    if (master >= 0)
+        close(master);
+    if (r < 0) {
+        if (*pid > 0)
+            kill(*pid, SIGKILL);
+        kill(child, SIGKILL);
+        waitpid(child, NULL, WNOHANG);
+    }
+    return r;
+}
+
+int brig_container_exec(const struct brig_exec_options *o, pid_t *pid, brig_error_t *err)
+{
+    if (o->process == NULL || o->process->args.n == 0)
+        return brig_error_set(err, 0, "exec: no command to run");
+    if (o->process->terminal && !o->console_socket && !o->pty_master)
+        return brig_error_set(err, 0, "exec: a terminal needs --console-socket (or no --detach)");
+    cleanup_close int root_fd = -1;
+    struct brig_state *st = NULL;
+    cleanup_close int dir_fd = brig_container_open(o->root, o->id, &root_fd, &st, err);
+    if (dir_fd < 0)
+        return -1;
+    enum brig_status status = brig_state_status(dir_fd, st);
+    int r = 0;
+    if (status == BRIG_STATUS_STOPPED || status == BRIG_STATUS_CREATING)
+        r = brig_error_set(err, 0, "cannot exec in container `%s`: it is %s", o->id,
+                           brig_status_name(status));
+    else if (status == BRIG_STATUS_PAUSED && !o->ignore_paused)
+        r = brig_error_set(err, 0, "cannot exec in container `%s`: it is paused (--ignore-paused)",
+                           o->id);
+    if (r == 0)
+        r = spawn(o, st, status == BRIG_STATUS_PAUSED, pid, err);
+    brig_state_free(st);
+    return r;
+}

@@ -1,0 +1,15 @@
+/* The foreground wait of run and exec. */
+#ifndef BRIG_WAIT_H
+#define BRIG_WAIT_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+/* Waits for `pid` (a child, or an orphan adopted as subreaper), forwarding
+ * the signals read from the signalfd `sfd` to it and relaying stdin/stdout
+ * to the pty `master` when it is >= 0. With timeout_ms > 0, the process
+ * group of `pid` is killed when the time passes and *timed_out is set.
+ * Returns the exit status, 128+N for signal N. */
+int brig_wait_forwarding(int sfd, pid_t pid, int master, int timeout_ms, bool *timed_out);
+
+#endif
