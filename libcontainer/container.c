@@ -259,6 +259,7 @@ static int create_in_dir(const struct brig_create_options *o, const struct brig_
         .no_pivot = o->no_pivot,
         .no_new_keyring = o->no_new_keyring,
         .preserve_fds = o->preserve_fds,
+        .listen_fds = o->listen_fds,
         .cgroup_fd = cg.dir_fd,
         .runtime_hooks = run_runtime_hooks,
         .ctx = &ctx,
@@ -310,6 +311,8 @@ int brig_container_create(const struct brig_create_options *o, pid_t *init_pid, 
     int r = 0;
     if (spec->process == NULL)
         r = brig_error_set(err, 0, "%s: missing process", config_path);
+    else if (o->terminal)
+        spec->process->terminal = true;
     else if (spec->process->terminal && !o->console_socket && !o->pty_master)
         r = brig_error_set(err, 0, "%s: process.terminal is true: give --console-socket to receive it",
                            config_path);

@@ -17,6 +17,8 @@ struct brig_create_options {
     bool no_pivot;
     bool no_new_keyring;
     int preserve_fds;
+    int listen_fds;              /* socket activation: fds 3.. before the preserved ones */
+    bool terminal;               /* run -t: a terminal whatever process.terminal says */
     bool no_cgroup;              /* --cgroup-manager=disabled: the caller manages cgroups */
     const char *console_socket;  /* receives the pty master with process.terminal */
     int *pty_master;             /* or: the caller takes the master (run relays it) */

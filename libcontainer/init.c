@@ -187,7 +187,17 @@ int brig_init_exec(const struct brig_init_config *cfg, int sync_fd, int fifo_fd,
     char fifo_path[64];
     snprintf(fifo_path, sizeof fifo_path, "/proc/self/fd/%d", fifo_fd);
 
-    brig_process_cloexec_from(3 + cfg->preserve_fds);
+    if (cfg->listen_fds > 0) {
+        /* Socket activation, as systemd hands it over: the process sees its
+         * own pid in LISTEN_PID. */
+        size_t n = 0;
+        while (env[n])
+            n++;
+        if (asprintf(&env[n], "LISTEN_FDS=%d", cfg->listen_fds) < 0
+            || asprintf(&env[n + 1], "LISTEN_PID=%d", getpid()) < 0)
+            return brig_error_set(err, ENOMEM, "environment");
+    }
+    brig_process_cloexec_from(3 + cfg->listen_fds + cfg->preserve_fds);
     if (brig_sync_send(sync_fd, BRIG_SYNC_READY, 0, NULL, err) < 0)
         return -1;
     close(sync_fd);

@@ -17,7 +17,8 @@ struct brig_init_config {
     int state_dir_fd;         /* holds exec.fifo; locked, so the child closes it */
     bool no_pivot;
     bool no_new_keyring;
-    int preserve_fds;         /* fds 3 .. 3+N-1 pass through to the process */
+    int listen_fds;           /* LISTEN_FDS: fds 3 .. 3+L-1, announced in the env */
+    int preserve_fds;         /* then P more fds pass through to the process */
     int cgroup_fd;            /* the container's cgroup dir, or -1 */
     /* Runs prestart and createRuntime hooks once the init's mounts are in
      * place; hands back the state JSON that container-side hooks read. */
@@ -41,7 +42,8 @@ int brig_process_clone_flags(const struct brig_spec *spec);
 int brig_process_find_executable(const struct brig_process *process, char **out,
                                  brig_error_t *err);
 /* process.env plus HOME from the container's /etc/passwd when missing.
- * The strings are borrowed from process, except the added HOME. */
+ * The strings are borrowed from process, except the added HOME. Two spare
+ * NULL slots at the end let the caller add LISTEN_FDS/LISTEN_PID. */
 char **brig_process_build_env(const struct brig_process *process);
 /* Marks every fd from first_fd up close-on-exec. */
 void brig_process_cloexec_from(int first_fd);

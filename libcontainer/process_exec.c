@@ -75,7 +75,7 @@ int brig_process_find_executable(const struct brig_process *p, char **out, brig_
 char **brig_process_build_env(const struct brig_process *p)
 {
     bool has_home = env_get(&p->env, "HOME") != NULL;
-    char **env = calloc(p->env.n + 2, sizeof *env);
+    char **env = calloc(p->env.n + 4, sizeof *env);
     if (env == NULL)
         return NULL;
     for (size_t i = 0; i < p->env.n; i++)

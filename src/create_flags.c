@@ -1,6 +1,9 @@
 #define _GNU_SOURCE
 #include "create_flags.h"
 
+#include <stdlib.h>
+#include <unistd.h>
+
 #include "cli.h"
 #include "state.h"
 
@@ -14,6 +17,7 @@ static const struct option create_flag_options[] = {
     { "detach", no_argument, NULL, 'd' },
     { "keep", no_argument, NULL, CREATE_OPT_KEEP },
     { "no-subreaper", no_argument, NULL, CREATE_OPT_NO_SUBREAPER },
+    { "tty", no_argument, NULL, 't' },
     { "help", no_argument, NULL, 'h' },
     { 0 },
 };
@@ -47,9 +51,23 @@ static int create_flag_apply(int c, struct brig_create_options *o, struct create
     case CREATE_OPT_NO_SUBREAPER:
         extra->no_subreaper = true;
         return 0;
+    case 't':
+        o->terminal = true;
+        return 0;
     default:
         return -1;
     }
+}
+
+/* systemd's socket activation: LISTEN_FDS=N for us (LISTEN_PID is our
+ * pid) means fds 3..3+N-1 are sockets to hand on to the container. */
+static int listen_fds_from_env(void)
+{
+    const char *fds = getenv("LISTEN_FDS"), *pid = getenv("LISTEN_PID");
+    if (fds == NULL || pid == NULL || atol(pid) != (long) getpid())
+        return 0;
+    long n = atol(fds);
+    return n > 0 && n < 1024 ? (int) n : 0;
 }
 
 int create_flags_parse(int argc, char **argv, const char *shortopts, const char *usage,
@@ -69,5 +87,6 @@ int create_flags_parse(int argc, char **argv, const char *shortopts, const char 
         return 1;
     o->id = argv[optind];
     o->console_socket = extra->console_socket;
+    o->listen_fds = listen_fds_from_env();
     return -1;
 }

@@ -18,6 +18,7 @@
 /* Flags of run only, parsed by the same loop. */
 struct create_flags {
     bool detach;
+    bool tty;
     bool keep;
     bool no_subreaper;
     const char *console_socket;
@@ -31,6 +32,7 @@ enum {
     CREATE_OPT_PRESERVE_FDS,
     CREATE_OPT_KEEP,
     CREATE_OPT_NO_SUBREAPER,
+    CREATE_OPT_TTY,
 };
 
 /* Parses create/run's flags and the id. Returns -1 to go on, else the

@@ -25,6 +25,7 @@ static const char usage[] =
     "Options:\n"
     CREATE_FLAGS_HELP
     "  -d, --detach             return once started; don't wait or delete\n"
+    "  -t, --tty                give the process a terminal (as process.terminal)\n"
     "      --keep               don't delete the container after it exits\n"
     "      --no-subreaper       don't adopt the container's orphans\n"
     "  -h, --help               print this help\n";
@@ -33,7 +34,7 @@ int brig_cmd_run(int argc, char **argv)
 {
     struct brig_create_options o;
     struct create_flags extra;
-    int done = create_flags_parse(argc, argv, "+b:dh", usage, &o, &extra);
+    int done = create_flags_parse(argc, argv, "+b:dth", usage, &o, &extra);
     if (done >= 0)
         return done;
     int master = -1;

@@ -236,3 +236,42 @@ load helpers
 	grep -qx "got USR1" "$CT_OUT"
 	grep -qx "got HUP" "$CT_OUT"
 }
+
+@test "socket activation: LISTEN_FDS fds come first, announced to the process" {
+	echo listen-sock >"$BATS_TEST_TMPDIR/l3"
+	echo preserved >"$BATS_TEST_TMPDIR/l4"
+	set_args sh -c 'echo "$LISTEN_FDS $LISTEN_PID"; cat <&3; cat <&4'
+	# LISTEN_PID must be brig's own pid: the shell execs brig in place.
+	run bash -c 'exec 3<"$1" 4<"$2"; shift 2; LISTEN_FDS=1 LISTEN_PID=$$ exec "$@"' _ \
+		"$BATS_TEST_TMPDIR/l3" "$BATS_TEST_TMPDIR/l4" \
+		env BRIG_TEST_MARK="$MARK" "$BRIG" --root "$ROOT" run --preserve-fds 1 "$CID"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "1 1" ]
+	[ "${lines[1]}" = listen-sock ]
+	[ "${lines[2]}" = preserved ]
+}
+
+@test "LISTEN_FDS meant for another process is ignored" {
+	set_args sh -c 'echo "[$LISTEN_FDS]"'
+	run env LISTEN_FDS=2 LISTEN_PID=1 "$BRIG" --root "$ROOT" run "$CID"
+	[ "$status" -eq 0 ]
+	[ "$output" = "[]" ]
+}
+
+@test "run -t gives the process a terminal even when the config says no" {
+	set_args sh -c 'tty'
+	run brig run -t "$CID" </dev/null
+	[ "$status" -eq 0 ]
+	[[ "$output" == */dev/pts/* ]] || fail "output: $output"
+}
+
+@test "no fd of the caller or the runtime reaches the container's process" {
+	set_args ls /proc/self/fd
+	run bash -c 'exec 5</dev/null 8>/dev/null; "$@"' _ env BRIG_TEST_MARK="$MARK" "$BRIG" --root "$ROOT" run "$CID"
+	[ "$status" -eq 0 ]
+	# 0, 1, 2 and the directory ls reads.
+	[ "$(wc -w <<<"$output")" -le 4 ] || fail "fds: $(tr '\n' ' ' <<<"$output")"
+	for fd in $output; do
+		[ "$fd" -le 3 ] || fail "fd $fd leaked into the container"
+	done
+}
