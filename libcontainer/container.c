@@ -22,6 +22,7 @@
 #include "hooks.h"
 #include "mounts.h"
 #include "process.h"
+#include "seccomp.h"
 #include "spec.h"
 #include "sysctl.h"
 #include "terminal.h"
@@ -98,6 +99,19 @@ static int run_runtime_hooks(void *opaque, pid_t init_pid, char **state_json, br
     if (brig_hooks_run(&ctx->spec->hooks.prestart, "prestart", *state_json, err) < 0)
         return -1;
     return brig_hooks_run(&ctx->spec->hooks.create_runtime, "createRuntime", *state_json, err);
+}
+
+/* A seccomp notify fd, for linux.seccomp.listenerPath, with the state. */
+static int hand_to_listener(void *opaque, pid_t init_pid, int notify_fd, brig_error_t *err)
+{
+    struct create_ctx *ctx = opaque;
+    const struct brig_seccomp *s = ctx->spec->linux_->seccomp;
+    cleanup_free char *json = NULL;
+    ctx->state->pid = init_pid;
+    if (brig_state_to_json(ctx->state, BRIG_STATUS_CREATING, false, &json, err) < 0)
+        return -1;
+    return brig_seccomp_send_to_listener(s->listener_path, s->listener_metadata, notify_fd,
+                                         init_pid, json, err);
 }
 
 static int resolve_paths(const struct brig_create_options *o, const struct brig_spec *spec,
@@ -249,6 +263,10 @@ static int create_in_dir(const struct brig_create_options *o, const struct brig_
      * `delete` still finds the cgroup (and with it any process) to remove. */
     if (r == 0)
         r = brig_state_write(dir_fd, st, err);
+    struct brig_seccomp_filter *filter = NULL;
+    const struct brig_seccomp *seccomp = spec->linux_ ? spec->linux_->seccomp : NULL;
+    if (r == 0 && seccomp && brig_seccomp_compile(seccomp, &filter, err) < 0)
+        r = brig_error_wrap(err, "%s", config_path);
     struct create_ctx ctx = { st, spec };
     struct brig_init_config ic = {
         .spec = spec,
@@ -261,7 +279,9 @@ static int create_in_dir(const struct brig_create_options *o, const struct brig_
         .preserve_fds = o->preserve_fds,
         .listen_fds = o->listen_fds,
         .cgroup_fd = cg.dir_fd,
+        .seccomp = filter,
         .runtime_hooks = run_runtime_hooks,
+        .seccomp_listener = hand_to_listener,
         .ctx = &ctx,
     };
     int master = -1;
@@ -295,6 +315,7 @@ static int create_in_dir(const struct brig_create_options *o, const struct brig_
         brig_cgroup_destroy(cg.path, &ignored);
         brig_error_release(&ignored);
     }
+    brig_seccomp_free(filter);
     brig_cgroup_close(&cg);
     brig_state_free(st);
     return r;
@@ -309,10 +330,10 @@ int brig_container_create(const struct brig_create_options *o, pid_t *init_pid, 
     if (brig_spec_load(config_path, &spec, err) < 0)
         return -1;
     int r = 0;
+    if (spec->process && o->terminal)
+        spec->process->terminal = true;
     if (spec->process == NULL)
         r = brig_error_set(err, 0, "%s: missing process", config_path);
-    else if (o->terminal)
-        spec->process->terminal = true;
     else if (spec->process->terminal && !o->console_socket && !o->pty_master)
         r = brig_error_set(err, 0, "%s: process.terminal is true: give --console-socket to receive it",
                            config_path);

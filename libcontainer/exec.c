@@ -24,6 +24,7 @@
 #include "namespaces.h"
 #include "path.h"
 #include "process.h"
+#include "seccomp.h"
 #include "sync.h"
 #include "terminal.h"
 #include "utils.h"
@@ -91,8 +92,17 @@ static int open_exec_cgroup(const struct brig_state *st, const char *sub, brig_e
 }
 
 /* In the container, as the process to be: identity, terminal, exec. */
-static int exec_in_container(const struct brig_exec_options *o, int sync_fd, brig_error_t *err)
+struct exec_ctx {
+    const struct brig_exec_options *o;
+    int lock_fd;                          /* the locked state dir: not for the child */
+    const struct brig_state *st;
+    const struct brig_seccomp *seccomp;   /* the container's, or NULL */
+    struct brig_seccomp_filter *filter;
+};
+
+static int exec_in_container(const struct exec_ctx *x, int sync_fd, brig_error_t *err)
 {
+    const struct brig_exec_options *o = x->o;
     const struct brig_process *p = o->process;
     if (setsid() < 0)
         return brig_error_set(err, errno, "setsid");
@@ -102,7 +112,7 @@ static int exec_in_container(const struct brig_exec_options *o, int sync_fd, bri
         return -1;
     const char *cwd = p->cwd ? p->cwd : "/";
     bool cwd_done = chdir(cwd) == 0;
-    if (brig_process_drop_privileges(p, err) < 0)
+    if (brig_process_drop_and_filter(p, x->filter, sync_fd, err) < 0)
         return -1;
     if (!cwd_done && chdir(cwd) < 0)
         return brig_error_set(err, errno, "chdir to cwd `%s`", cwd);
@@ -121,13 +131,17 @@ static int exec_in_container(const struct brig_exec_options *o, int sync_fd, bri
     _exit(127);
 }
 
-static __attribute__((noreturn)) void exec_child(const struct brig_exec_options *o,
+static __attribute__((noreturn)) void exec_child(const struct exec_ctx *x,
                                                  const struct brig_ns_join *join, int sync_fd)
 {
     brig_error_t err = NULL;
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
+    /* Our copy of the flock'ed state dir would hold the lock until exec;
+     * a process frozen before exec (--ignore-paused) would hold it for
+     * ever and block `resume`. */
+    close(x->lock_fd);
     if (brig_ns_join_all(join, &err) == 0) {
         struct brig_ns_join closed = *join;
         brig_ns_join_close(&closed);
@@ -138,14 +152,24 @@ static __attribute__((noreturn)) void exec_child(const struct brig_exec_options 
         } else if (pid > 0) {
             _exit(brig_sync_send(sync_fd, BRIG_SYNC_INIT_PID, pid, NULL, &err) < 0);
         } else {
-            exec_in_container(o, sync_fd, &err);
+            exec_in_container(x, sync_fd, &err);
         }
     }
     brig_sync_report_error(sync_fd, err);
     _exit(1);
 }
 
-static int drive_exec(int sync_fd, pid_t child, pid_t *pid, int *master, brig_error_t *err)
+static int hand_to_listener(const struct exec_ctx *x, pid_t pid, int notify_fd, brig_error_t *err)
+{
+    cleanup_free char *json = NULL;
+    if (brig_state_to_json(x->st, BRIG_STATUS_RUNNING, false, &json, err) < 0)
+        return -1;
+    return brig_seccomp_send_to_listener(x->seccomp->listener_path, x->seccomp->listener_metadata,
+                                         notify_fd, pid, json, err);
+}
+
+static int drive_exec(const struct exec_ctx *x, int sync_fd, pid_t child, pid_t *pid, int *master,
+                      brig_error_t *err)
 {
     cleanup_free struct brig_sync_msg *msg = malloc(sizeof *msg);
     if (msg == NULL)
@@ -167,6 +191,16 @@ static int drive_exec(int sync_fd, pid_t child, pid_t *pid, int *master, brig_er
                 close(*master);
             *master = msg->fd;
             break;
+        case BRIG_SYNC_SECCOMP_FD: {
+            if (msg->fd < 0)
+                return brig_error_set(err, EPROTO, "sync: seccomp message without an fd");
+            cleanup_close int notify_fd = msg->fd;
+            if (*pid == 0 && brig_sync_await_pid(sync_fd, child, pid, err) < 0)
+                return -1;
+            if (hand_to_listener(x, *pid, notify_fd, err) < 0)
+                return -1;
+            break;
+        }
         case BRIG_SYNC_READY:
             return *pid == 0 ? brig_sync_await_pid(sync_fd, child, pid, err) : 0;
         case BRIG_SYNC_ERROR:
@@ -177,9 +211,10 @@ static int drive_exec(int sync_fd, pid_t child, pid_t *pid, int *master, brig_er
     }
 }
 
-static int spawn(const struct brig_exec_options *o, const struct brig_state *st, bool paused,
-                 pid_t *pid, brig_error_t *err)
+static int spawn(const struct exec_ctx *x, bool paused, pid_t *pid, brig_error_t *err)
 {
+    const struct brig_exec_options *o = x->o;
+    const struct brig_state *st = x->st;
     struct brig_ns_join join;
     if (open_init_namespaces(st->pid, &join, err) < 0)
         return -1;
@@ -199,12 +234,15 @@ static int spawn(const struct brig_exec_options *o, const struct brig_state *st,
     /* Into a frozen cgroup (--ignore-paused) the process would freeze
      * before it is ready: it joins after its set-up instead, and freezes
      * there as the rest of the container is. */
-    pid_t child = cg >= 0 && !paused ? brig_clone_into_cgroup(0, cg) : brig_clone_fork(0);
-    if (child < 0 && cg >= 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL))
+    bool placed = cg >= 0 && !paused;
+    pid_t child = placed ? brig_clone_into_cgroup(0, cg) : brig_clone_fork(0);
+    if (child < 0 && placed && (errno == ENOSYS || errno == E2BIG || errno == EINVAL)) {
+        placed = false;
         child = brig_clone_fork(0); /* old kernel: joined below, before it execs */
+    }
     if (child == 0) {
         close(sync_fd);
-        exec_child(o, &join, pair[1]);
+        exec_child(x, &join, pair[1]);
     }
     int saved = errno;
     close(pair[1]);
@@ -216,13 +254,13 @@ static int spawn(const struct brig_exec_options *o, const struct brig_state *st,
     }
     int master = -1;
     *pid = 0;
-    int r = drive_exec(sync_fd, child, pid, &master, err);
-    if (r == 0 && cg >= 0 && *pid > 0) {
-        /* Harmless when clone3 put it there already; needed when it didn't. */
+    int r = drive_exec(x, sync_fd, child, pid, &master, err);
+    if (r == 0 && cg >= 0 && !placed && *pid > 0) {
         char buf[16];
         int n = snprintf(buf, sizeof buf, "%d", *pid);
         int procs = openat(cg, "cgroup.procs", O_WRONLY | O_CLOEXEC);
-        if (procs < 0 || write(procs, buf, (size_t) n) != n)
+        /* ESRCH: a short-lived process is already gone, nothing to move. */
+        if (procs < 0 || (write(procs, buf, (size_t) n) != n && errno != ESRCH))
             r = brig_error_set(err, errno, "join the container's cgroup");
         if (procs >= 0)
             close(procs);
@@ -250,6 +288,8 @@ int brig_container_exec(const struct brig_exec_options *o, pid_t *pid, brig_erro
         return brig_error_set(err, 0, "exec: no command to run");
     if (o->process->terminal && !o->console_socket && !o->pty_master)
         return brig_error_set(err, 0, "exec: a terminal needs --console-socket (or no --detach)");
+    if (!o->process->terminal && o->console_socket)
+        return brig_error_set(err, 0, "exec: --console-socket needs a terminal (--tty)");
     cleanup_close int root_fd = -1;
     struct brig_state *st = NULL;
     cleanup_close int dir_fd = brig_container_open(o->root, o->id, &root_fd, &st, err);
@@ -263,8 +303,19 @@ int brig_container_exec(const struct brig_exec_options *o, pid_t *pid, brig_erro
     else if (status == BRIG_STATUS_PAUSED && !o->ignore_paused)
         r = brig_error_set(err, 0, "cannot exec in container `%s`: it is paused (--ignore-paused)",
                            o->id);
+    /* Every process of the container lives under its seccomp filter. */
+    struct brig_spec *spec = NULL;
+    struct exec_ctx x = { o, dir_fd, st, NULL, NULL };
     if (r == 0)
-        r = spawn(o, st, status == BRIG_STATUS_PAUSED, pid, err);
+        r = brig_container_load_spec(dir_fd, &spec, err);
+    if (r == 0 && spec && spec->linux_ && spec->linux_->seccomp) {
+        x.seccomp = spec->linux_->seccomp;
+        r = brig_seccomp_compile(x.seccomp, &x.filter, err);
+    }
+    if (r == 0)
+        r = spawn(&x, status == BRIG_STATUS_PAUSED, pid, err);
+    brig_seccomp_free(x.filter);
+    brig_spec_free(spec);
     brig_state_free(st);
     return r;
 }

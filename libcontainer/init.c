@@ -173,7 +173,7 @@ int brig_init_exec(const struct brig_init_config *cfg, int sync_fd, int fifo_fd,
     /* Try the cwd as root first, and again as the process user: a
      * directory only the user can enter (root-squashed NFS) still works. */
     bool cwd_done = chdir(cwd) == 0;
-    if (brig_process_drop_privileges(p, err) < 0)
+    if (brig_process_drop_and_filter(p, cfg->seccomp, sync_fd, err) < 0)
         return -1;
     if (!cwd_done && chdir(cwd) < 0)
         return brig_error_set(err, errno, "chdir to cwd `%s`", cwd);

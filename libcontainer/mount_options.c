@@ -15,6 +15,7 @@ enum option_kind {
     OPT_REC_SET,  /* mount_setattr attr_set */
     OPT_REC_CLEAR,
     OPT_REC_ATIME, /* one of the MOUNT_ATTR__ATIME values, replacing the others */
+    OPT_COPY_UP,   /* tmpfs over a directory starts with a copy of its contents */
 };
 
 struct option {
@@ -81,6 +82,10 @@ static const struct option options[] = {
     { "rrelatime", OPT_REC_ATIME, MOUNT_ATTR_RELATIME },
     { "rnoatime", OPT_REC_ATIME, MOUNT_ATTR_NOATIME },
     { "rstrictatime", OPT_REC_ATIME, MOUNT_ATTR_STRICTATIME },
+    /* runc's and crun's extension; podman asks for it on every tmpfs it adds
+     * (--tmpfs, --read-only). Never passed to the kernel, which refuses it. */
+    { "tmpcopyup", OPT_COPY_UP, 1 },
+    { "notmpcopyup", OPT_COPY_UP, 0 },
 };
 
 #define N_OPTIONS (sizeof options / sizeof options[0])
@@ -142,6 +147,9 @@ static void apply_option(const struct option *o, struct brig_mount_flags *out)
     case OPT_REC_ATIME:
         out->rec_attr_set = (out->rec_attr_set & ~MOUNT_ATTR__ATIME) | o->value;
         out->rec_attr_clr |= MOUNT_ATTR__ATIME;
+        break;
+    case OPT_COPY_UP:
+        out->copy_up = o->value != 0;
         break;
     }
 }

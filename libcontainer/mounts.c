@@ -10,13 +10,16 @@
 #define _GNU_SOURCE
 #include "mounts.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
@@ -332,6 +335,146 @@ static int mount_cgroup(int root_fd, const struct brig_mount *m, const struct br
                                to, err);
 }
 
+/* ---- tmpcopyup ---- */
+
+/* Deep enough for any image directory; a deeper one is refused, not cut. */
+#define COPY_UP_MAX_DEPTH 64
+
+static int copy_tree(int from, int to, int depth);
+
+static int copy_file_data(int from, const char *name, int to, const struct stat *st)
+{
+    cleanup_close int in = openat(from, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (in < 0)
+        return -1;
+    cleanup_close int out = openat(to, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                                   st->st_mode & 07777);
+    if (out < 0)
+        return -1;
+    for (off_t left = st->st_size; left > 0;) {
+        ssize_t n = sendfile(out, in, NULL, left > (1 << 30) ? (1 << 30) : (size_t)left);
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            break; /* the file shrank meanwhile */
+        left -= n;
+    }
+    return 0;
+}
+
+static int copy_entry(int from, const char *name, int to, int depth)
+{
+    struct stat st;
+    if (fstatat(from, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return -1;
+    switch (st.st_mode & S_IFMT) {
+    case S_IFDIR: {
+        if (mkdirat(to, name, st.st_mode & 07777) < 0)
+            return -1;
+        cleanup_close int sub_from = openat(from, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        cleanup_close int sub_to = openat(to, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub_from < 0 || sub_to < 0 || copy_tree(sub_from, sub_to, depth + 1) < 0)
+            return -1;
+        break;
+    }
+    case S_IFREG:
+        if (copy_file_data(from, name, to, &st) < 0)
+            return -1;
+        break;
+    case S_IFLNK: {
+        char target[PATH_MAX];
+        ssize_t n = readlinkat(from, name, target, sizeof target - 1);
+        if (n < 0)
+            return -1;
+        target[n] = '\0';
+        if (symlinkat(target, to, name) < 0)
+            return -1;
+        break;
+    }
+    default:
+        if (mknodat(to, name, st.st_mode, st.st_rdev) < 0)
+            return -1;
+    }
+    /* In a user namespace an owner without a mapping cannot be set (EINVAL):
+     * the copy then belongs to the namespace's overflow ids, as it would
+     * appear anyway. */
+    if (fchownat(to, name, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) < 0 && errno != EINVAL)
+        return -1;
+    /* The creation modes went through the umask, and chown clears set-id. */
+    if (!S_ISLNK(st.st_mode) && fchmodat(to, name, st.st_mode & 07777, 0) < 0)
+        return -1;
+    return 0;
+}
+
+static int copy_tree(int from, int to, int depth)
+{
+    if (depth > COPY_UP_MAX_DEPTH) {
+        errno = ELOOP;
+        return -1;
+    }
+    int fd = dup(from);
+    if (fd < 0)
+        return -1;
+    DIR *dir = fdopendir(fd);
+    if (dir == NULL) {
+        close(fd);
+        return -1;
+    }
+    int rc = 0;
+    struct dirent *e;
+    errno = 0;
+    while (rc == 0 && (e = readdir(dir)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        rc = copy_entry(from, e->d_name, to, depth);
+        errno = 0;
+    }
+    int saved = rc < 0 ? errno : errno != 0 ? errno : 0;
+    closedir(dir);
+    errno = saved;
+    return rc < 0 || saved != 0 ? -1 : 0;
+}
+
+/* Fills the tmpfs just mounted on the destination with what `below`, the
+ * directory it now covers, holds. */
+static int copy_up(int root_fd, const struct brig_mount *m, int below, brig_error_t *err)
+{
+    cleanup_close int top = brig_path_open_in_root(root_fd, m->destination,
+                                                   O_RDONLY | O_DIRECTORY, 0, err);
+    if (top < 0)
+        return brig_error_wrap(err, "mount `%s` on `%s`", mount_source_name(m), m->destination);
+    if (copy_tree(below, top, 0) < 0)
+        return mount_error(err, errno, m, "copy the directory's contents into it (tmpcopyup)");
+    return 0;
+}
+
+/* A tmpfs that starts as a copy of the directory it covers. The copy is made
+ * before a read-only tmpfs becomes read-only. */
+static int mount_tmpfs_copy_up(int root_fd, const struct brig_mount *m,
+                               const struct brig_mount_flags *mf, int dst, const char *to,
+                               unsigned long flags, brig_error_t *err)
+{
+    /* Opened before the mount, so it stays on the covered directory. */
+    cleanup_close int below = openat(dst, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (below < 0)
+        return mount_error(err, errno, m, "open the directory to copy up");
+    const char *source = m->source ? m->source : m->type;
+    if (mount(source, to, m->type, flags & ~MS_RDONLY, mf->data) < 0)
+        return mount_error(err, errno, m, NULL);
+    if (copy_up(root_fd, m, below, err) < 0)
+        return -1;
+    if (flags & MS_RDONLY) {
+        cleanup_close int top = brig_path_open_in_root(root_fd, m->destination, O_PATH, 0, err);
+        if (top < 0)
+            return brig_error_wrap(err, "mount `%s` on `%s`", source, m->destination);
+        char path[BRIG_FD_PATH_MAX];
+        brig_fd_path(top, path);
+        if (mount(NULL, path, NULL, MS_REMOUNT | flags, mf->data) < 0)
+            return mount_error(err, errno, m, "remount read-only after the copy");
+    }
+    return mount_finish(root_fd, m, mf, false, err);
+}
+
 static int mount_filesystem(int root_fd, const struct brig_mount *m,
                             const struct brig_mount_flags *mf, brig_error_t *err)
 {
@@ -347,6 +490,8 @@ static int mount_filesystem(int root_fd, const struct brig_mount *m,
 
     const char *source = m->source ? m->source : m->type;
     unsigned long flags = mf->flags & ~(MS_BIND | MS_REC);
+    if (mf->copy_up && strcmp(m->type, "tmpfs") == 0)
+        return mount_tmpfs_copy_up(root_fd, m, mf, dst, to, flags, err);
     if (mount(source, to, m->type, flags, mf->data) == 0)
         return mount_finish(root_fd, m, mf, false, err);
     int saved = errno;

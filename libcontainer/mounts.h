@@ -39,6 +39,9 @@ struct brig_mount_flags {
      * and AT_RECURSIVE to the whole tree (Linux 5.12+). */
     unsigned long long rec_attr_set;
     unsigned long long rec_attr_clr;
+    /* "tmpcopyup": a tmpfs gets a copy of what the directory it covers
+     * held (files, directories, symlinks, owners and modes). */
+    bool copy_up;
 };
 int brig_mount_parse_options(const struct brig_strv *options, struct brig_mount_flags *out,
                              brig_error_t *err);

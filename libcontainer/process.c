@@ -202,6 +202,16 @@ static int drive_child(const struct brig_init_config *cfg, int sync_fd, pid_t ch
                 close(*pty_master);
             *pty_master = msg->fd;
             break;
+        case BRIG_SYNC_SECCOMP_FD: {
+            if (msg->fd < 0)
+                return brig_error_set(err, EPROTO, "sync: seccomp message without an fd");
+            cleanup_close int notify_fd = msg->fd;
+            if (*init == 0 && brig_sync_await_pid(sync_fd, child, init, err) < 0)
+                return -1;
+            if (cfg->seccomp_listener(cfg->ctx, *init, notify_fd, err) < 0)
+                return -1;
+            break;
+        }
         case BRIG_SYNC_READY:
             return *init == 0 ? brig_sync_await_pid(sync_fd, child, init, err) : 0;
         case BRIG_SYNC_ERROR:

@@ -20,9 +20,12 @@ struct brig_init_config {
     int listen_fds;           /* LISTEN_FDS: fds 3 .. 3+L-1, announced in the env */
     int preserve_fds;         /* then P more fds pass through to the process */
     int cgroup_fd;            /* the container's cgroup dir, or -1 */
+    struct brig_seccomp_filter *seccomp;  /* compiled by the runtime, or NULL */
     /* Runs prestart and createRuntime hooks once the init's mounts are in
      * place; hands back the state JSON that container-side hooks read. */
     int (*runtime_hooks)(void *ctx, pid_t init_pid, char **state_json, brig_error_t *err);
+    /* Hands a seccomp notify fd to linux.seccomp.listenerPath. */
+    int (*seccomp_listener)(void *ctx, pid_t init_pid, int notify_fd, brig_error_t *err);
     void *ctx;
 };
 
@@ -47,6 +50,16 @@ int brig_process_find_executable(const struct brig_process *process, char **out,
 char **brig_process_build_env(const struct brig_process *process);
 /* Marks every fd from first_fd up close-on-exec. */
 void brig_process_cloexec_from(int first_fd);
+
+/* The last privileged steps of a container process: the identity of
+ * process.user, capabilities and no_new_privs, and the seccomp filter.
+ * Loading a filter needs CAP_SYS_ADMIN unless no_new_privs is set, so
+ * without no_new_privs it is loaded before the capabilities go; with it,
+ * after, as late as possible. A notify fd goes to the runtime on sync_fd. */
+struct brig_seccomp_filter;
+int brig_process_drop_and_filter(const struct brig_process *process,
+                                 struct brig_seccomp_filter *filter, int sync_fd,
+                                 brig_error_t *err);
 
 /* fork() with CLONE_NEW* flags, and the same straight into a cgroup
  * (clone3 CLONE_INTO_CGROUP; -1 with errno when the kernel can't). */

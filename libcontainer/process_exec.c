@@ -15,7 +15,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "caps.h"
 #include "cleanup.h"
+#include "seccomp.h"
+#include "sync.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -118,3 +121,27 @@ void brig_process_cloexec_from(int first)
     }
 }
 
+
+static int load_filter(struct brig_seccomp_filter *filter, int sync_fd, brig_error_t *err)
+{
+    int notify_fd = -1;
+    if (brig_seccomp_load(filter, &notify_fd, err) < 0)
+        return brig_error_wrap(err, "seccomp");
+    if (notify_fd < 0)
+        return 0;
+    int r = brig_sync_send_fd(sync_fd, BRIG_SYNC_SECCOMP_FD, notify_fd, err);
+    close(notify_fd);
+    return r;
+}
+
+int brig_process_drop_and_filter(const struct brig_process *p, struct brig_seccomp_filter *filter,
+                                 int sync_fd, brig_error_t *err)
+{
+    if (filter && !p->no_new_privileges && load_filter(filter, sync_fd, err) < 0)
+        return -1;
+    if (brig_process_drop_privileges(p, err) < 0)
+        return -1;
+    if (filter && p->no_new_privileges && load_filter(filter, sync_fd, err) < 0)
+        return -1;
+    return 0;
+}

@@ -457,6 +457,30 @@ int brig_resources_parse(const char *json, size_t len, const char *origin,
     return 0;
 }
 
+static void seccomp_specp(struct brig_seccomp **s)
+{
+    brig_seccomp_free_spec(*s);
+}
+
+int brig_seccomp_parse(const char *json, size_t len, const char *origin,
+                       struct brig_seccomp **out, brig_error_t *err)
+{
+    struct brig_json_ctx c = { .origin = origin ? origin : "seccomp.json", .err = err };
+    cleanup_tree yajl_val tree = NULL;
+    __attribute__((cleanup(seccomp_specp))) struct brig_seccomp *s = NULL;
+
+    *out = NULL;
+    if (parse_tree(&c, json, len, &tree) < 0)
+        return -1;
+    s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return brig_json_oom(&c);
+    if (brig_spec_parse_seccomp(&c, tree, s) < 0)
+        return -1;
+    *out = brig_steal_ptr(s);
+    return 0;
+}
+
 /* config.json is small; a cap keeps a hostile bundle from making us
  * allocate without bound. */
 #define SPEC_MAX_SIZE (64u << 20)

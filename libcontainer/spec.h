@@ -360,6 +360,12 @@ int brig_resources_parse(const char *json, size_t len, const char *origin,
                          struct brig_resources **out, brig_error_t *err);
 void brig_resources_free(struct brig_resources *r);
 
+/* A bare seccomp profile: the JSON shape of linux.seccomp (`brig spec
+ * --seccomp FILE`, seccomp-profiles/). Errors name `origin` and the field. */
+int brig_seccomp_parse(const char *json, size_t len, const char *origin,
+                       struct brig_seccomp **out, brig_error_t *err);
+void brig_seccomp_free_spec(struct brig_seccomp *s);
+
 /* The namespace of a type, or NULL when the spec doesn't ask for it. */
 const struct brig_namespace *brig_spec_namespace(const struct brig_spec *spec,
                                                  enum brig_ns_type type);

@@ -105,5 +105,6 @@ void brig_kv_list_free(struct brig_kv_list *l);
 int brig_spec_parse_linux(struct brig_json_ctx *c, yajl_val v, struct brig_linux *out);
 void brig_spec_free_linux(struct brig_linux *l);
 int brig_spec_parse_resources(struct brig_json_ctx *c, yajl_val v, struct brig_resources *r);
+int brig_spec_parse_seccomp(struct brig_json_ctx *c, yajl_val v, struct brig_seccomp *s);
 
 #endif

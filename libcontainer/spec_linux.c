@@ -559,3 +559,15 @@ void brig_spec_free_linux(struct brig_linux *l)
     }
     free(l);
 }
+
+/* A bare seccomp profile (the shape of linux.seccomp): exposed for
+ * brig_seccomp_parse() in spec.c. */
+int brig_spec_parse_seccomp(struct brig_json_ctx *c, yajl_val v, struct brig_seccomp *s)
+{
+    return parse_seccomp(c, v, s);
+}
+
+void brig_seccomp_free_spec(struct brig_seccomp *s)
+{
+    free_seccomp(s);
+}

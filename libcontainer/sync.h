@@ -16,6 +16,7 @@ enum brig_sync_type {
     BRIG_SYNC_RUNTIME_HOOKS,    /* mounts are ready: run prestart/createRuntime */
     BRIG_SYNC_READY,            /* set up; about to block on the exec fifo */
     BRIG_SYNC_PTY_MASTER,       /* carries the terminal's master fd */
+    BRIG_SYNC_SECCOMP_FD,       /* carries the seccomp notify fd for the listener */
     BRIG_SYNC_ERROR,            /* value: errno; payload: message */
     /* runtime → child */
     BRIG_SYNC_MAPS_DONE,

@@ -22,6 +22,8 @@ int brig_cmd_create(int argc, char **argv)
     int done = create_flags_parse(argc, argv, "+b:h", usage, &o, &extra);
     if (done >= 0)
         return done;
+    if (extra.detach || extra.keep || extra.no_subreaper || o.terminal)
+        return brig_fail_msg("create: --detach, --keep, --no-subreaper and --tty are options of run");
     brig_error_t err = NULL;
     pid_t pid;
     if (brig_container_create(&o, &pid, &err) < 0)

@@ -32,7 +32,7 @@ static const char usage[] =
     "      --cwd DIR             working directory inside the container\n"
     "  -e, --env NAME=VALUE      set an environment variable (repeatable)\n"
     "  -u, --user UID[:GID]      run as this user\n"
-    "  -g, --additional-gids GID add a supplementary group (repeatable)\n"
+    "  -g, --additional-gids GID the supplementary groups, instead of the config's (repeatable)\n"
     "  -c, --cap CAP             add a capability (repeatable)\n"
     "      --no-new-privs        set no_new_privs for the process\n"
     "  -d, --detach              return once the process has started\n"

@@ -11,6 +11,7 @@
 #include "caps.h"
 #include "cli.h"
 #include "mounts.h"
+#include "seccomp.h"
 #include "spec.h"
 #include "state.h"
 
@@ -58,7 +59,12 @@ static void gen_linux(yajl_gen g)
     yajl_gen_map_close(g);
     STR(g, "seccomp");
     yajl_gen_map_open(g);
-    gen_bool(g, "enabled", false);
+    gen_bool(g, "enabled", true);
+    gen_list(g, "actions", brig_seccomp_action_names());
+    gen_list(g, "operators", brig_seccomp_operator_names());
+    gen_list(g, "archs", brig_seccomp_arch_names());
+    gen_list(g, "knownFlags", brig_seccomp_flag_names());
+    gen_list(g, "supportedFlags", brig_seccomp_supported_flag_names());
     yajl_gen_map_close(g);
     STR(g, "apparmor");
     yajl_gen_map_open(g);
