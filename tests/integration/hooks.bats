@@ -191,14 +191,16 @@ position() {
 }
 
 @test "a hook past its timeout is killed and fails create" {
-	update_config '.hooks.prestart = [{path: "/bin/sleep", args: ["sleep", "30"], timeout: 1}]'
+	# A duration no other process on the machine is likely to sleep.
+	nap="30.$RANDOM"
+	update_config '.hooks.prestart = [{path: "/bin/sleep", args: ["sleep", $n], timeout: 1}]' --arg n "$nap"
 	start=$(date +%s)
 	run --separate-stderr brig_detached create "$CID"
 	elapsed=$(($(date +%s) - start))
 	assert_one_line_error brig:prestart
 	[ "$elapsed" -lt 10 ]
 	assert_no_leftovers "$CID"
-	refute pgrep -f "^sleep 30$" >/dev/null
+	refute pgrep -f "^sleep $nap$" >/dev/null
 }
 
 @test "a hook within its timeout runs normally" {
