@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -135,6 +136,9 @@ static __attribute__((noreturn)) void exec_child(const struct exec_ctx *x,
                                                  const struct brig_ns_join *join, int sync_fd)
 {
     brig_error_t err = NULL;
+    /* Inside the container's namespaces but still the brig binary: not
+     * dumpable until execve, so the container can't reach it via /proc. */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);

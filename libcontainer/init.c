@@ -59,7 +59,7 @@ static int setup_uts(const struct brig_spec *spec, brig_error_t *err)
 }
 
 static int setup_rootfs(const struct brig_init_config *cfg, int sync_fd, char **state_json,
-                        brig_error_t *err)
+                        int *proc_fds, brig_error_t *err)
 {
     const struct brig_spec *spec = cfg->spec;
     struct brig_rootfs_config rc = {
@@ -68,12 +68,22 @@ static int setup_rootfs(const struct brig_init_config *cfg, int sync_fd, char **
         .in_userns = spec_has_ns(spec, BRIG_NS_USER),
         .no_pivot = cfg->no_pivot,
     };
-    if (!spec_new_ns(spec, BRIG_NS_MOUNT))
-        return brig_error_set(err, 0, "config.json: linux.namespaces: a new mount namespace is required");
+    /* Without a mount namespace of its own (new or joined), the container
+     * shares the runtime's, as the spec says: no mount may be made there,
+     * so its root is only a chroot into the rootfs. */
+    bool own_root = brig_spec_namespace(spec, BRIG_NS_MOUNT) != NULL;
+    if (!own_root) {
+        /* Nothing mounts /proc in there: keep our fd table reachable for
+         * reopening the exec fifo (close-on-exec, gone before the process
+         * runs). */
+        *proc_fds = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (*proc_fds < 0 || chroot(cfg->rootfs) < 0 || chdir("/") < 0)
+            return brig_error_set(err, errno, "chroot to `%s`", cfg->rootfs);
+    }
     /* Relative bind sources are relative to the bundle. */
-    if (chdir(cfg->bundle) < 0)
+    if (own_root && chdir(cfg->bundle) < 0)
         return brig_error_set(err, errno, "chdir to bundle `%s`", cfg->bundle);
-    if (brig_rootfs_prepare(&rc, err) < 0)
+    if (own_root && brig_rootfs_prepare(&rc, err) < 0)
         return -1;
 
     cleanup_free struct brig_sync_msg *msg = malloc(sizeof *msg);
@@ -89,11 +99,11 @@ static int setup_rootfs(const struct brig_init_config *cfg, int sync_fd, char **
     if ((*state_json = strdup(msg->payload)) == NULL)
         return brig_error_set(err, ENOMEM, "init");
 
-    if (brig_rootfs_pivot(&rc, err) < 0)
+    if (own_root && brig_rootfs_pivot(&rc, err) < 0)
         return -1;
     if (spec->linux_ && brig_sysctl_apply(&spec->linux_->sysctl, err) < 0)
         return -1;
-    return brig_rootfs_finish(&rc, err);
+    return own_root ? brig_rootfs_finish(&rc, err) : 0;
 }
 
 static int setup_personality(const struct brig_spec *spec, brig_error_t *err)
@@ -161,7 +171,8 @@ int brig_init_exec(const struct brig_init_config *cfg, int sync_fd, int fifo_fd,
     if (spec_new_ns(spec, BRIG_NS_NETWORK) && brig_netlink_loopback_up(err) < 0)
         return brig_error_wrap(err, "bring up loopback");
     cleanup_free char *state_json = NULL;
-    if (setup_uts(spec, err) < 0 || setup_rootfs(cfg, sync_fd, &state_json, err) < 0)
+    cleanup_close int proc_fds = -1;
+    if (setup_uts(spec, err) < 0 || setup_rootfs(cfg, sync_fd, &state_json, &proc_fds, err) < 0)
         return -1;
     if (setup_process_knobs(cfg, err) < 0)
         return -1;
@@ -185,7 +196,7 @@ int brig_init_exec(const struct brig_init_config *cfg, int sync_fd, int fifo_fd,
     if (env == NULL)
         return brig_error_set(err, ENOMEM, "environment");
     char fifo_path[64];
-    snprintf(fifo_path, sizeof fifo_path, "/proc/self/fd/%d", fifo_fd);
+    snprintf(fifo_path, sizeof fifo_path, "%s%d", proc_fds < 0 ? "/proc/self/fd/" : "", fifo_fd);
 
     if (cfg->listen_fds > 0) {
         /* Socket activation, as systemd hands it over: the process sees its
@@ -204,7 +215,7 @@ int brig_init_exec(const struct brig_init_config *cfg, int sync_fd, int fifo_fd,
 
     /* Blocks until `start` opens the other end: the exec fifo model. What
      * we write tells `start` how it went: "0" for exec, or "E" and why. */
-    int w = open(fifo_path, O_WRONLY | O_CLOEXEC);
+    int w = openat(proc_fds < 0 ? AT_FDCWD : proc_fds, fifo_path, O_WRONLY | O_CLOEXEC);
     if (w < 0)
         die_after_ready("open exec fifo", NULL);
     close(fifo_fd);

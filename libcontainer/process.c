@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -100,6 +101,11 @@ static __attribute__((noreturn)) void child_main(const struct brig_init_config *
                                                  bool wait_cgroup, int sync_fd, int fifo_fd)
 {
     brig_error_t err = NULL;
+    /* Until execve replaces it, this process is the brig binary inside the
+     * container's namespaces: not dumpable, its /proc entries (exe, fds,
+     * mem) and ptrace are out of the container's reach. execve makes the
+     * container's own program dumpable again. */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     sigset_t all;
     sigemptyset(&all);
     sigprocmask(SIG_SETMASK, &all, NULL);

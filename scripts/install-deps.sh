@@ -7,6 +7,12 @@ PACKAGES="
 	build-essential autoconf automake pkg-config
 	libseccomp-dev libyajl-dev libcap-dev libmnl-dev
 	bats busybox-static jq iproute2 procps coreutils util-linux mount
+	python3
+	golang-go xz-utils golang-github-google-uuid-dev golang-github-hashicorp-go-multierror-dev
+	golang-github-mrunalp-fileutils-dev golang-github-opencontainers-runtime-spec-dev
+	golang-github-opencontainers-selinux-dev golang-github-sirupsen-logrus-dev
+	golang-gocapability-dev golang-github-urfave-cli-dev golang-github-xeipuuv-gojsonschema-dev
+	golang-golang-x-sys-dev golang-github-blang-semver-dev golang-gopkg-yaml.v2-dev
 "
 
 missing=""
