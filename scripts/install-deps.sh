@@ -7,7 +7,7 @@ PACKAGES="
 	build-essential autoconf automake pkg-config
 	libseccomp-dev libyajl-dev libcap-dev libmnl-dev
 	bats busybox-static jq iproute2 procps coreutils util-linux mount
-	python3
+	python3 podman
 	golang-go xz-utils golang-github-google-uuid-dev golang-github-hashicorp-go-multierror-dev
 	golang-github-mrunalp-fileutils-dev golang-github-opencontainers-runtime-spec-dev
 	golang-github-opencontainers-selinux-dev golang-github-sirupsen-logrus-dev

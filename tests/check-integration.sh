@@ -1,7 +1,7 @@
 #!/bin/sh
 # The integration suite as `make check` runs it. Every bats file runs on
-# this host, except the cgroup ones when the host's cgroup v2 hierarchy
-# lacks the controllers they need (the development and CI hosts are
+# this host, except the cgroup and podman ones when the host's cgroup v2
+# hierarchy lacks the controllers they need (the development and CI hosts are
 # hybrid): those run in the test VM (tests/vm/), all in one boot, so no
 # cgroup test is skipped. Ends with one line "N passed, N failed, N skipped"
 # for both runs together.
@@ -13,7 +13,7 @@ BRIG=${BRIG:-$top/brig}
 RECVTTY=${RECVTTY:-$top/tests/tools/recvtty}
 export BRIG RECVTTY top_srcdir="$top"
 
-cgroup_files="cgroups.bats cgroups_limits.bats"
+cgroup_files="cgroups.bats cgroups_limits.bats podman.bats"
 
 host_has_v2_controllers() {
 	[ "$(stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ] || return 1
