@@ -157,8 +157,28 @@ static void test_option_names(void)
     CHECK(all_parse, "every listed option name is understood");
 }
 
+/* tmpcopyup is brig's to act on: it sets copy_up and never reaches the
+ * kernel's data string (which would refuse it). */
+static void test_copy_up(void)
+{
+    char buf[128], *v[16];
+    struct brig_strv opts;
+    struct brig_mount_flags f;
+    brig_error_t err = NULL;
+    split("size=64k,tmpcopyup,mode=755", buf, sizeof buf, v, &opts);
+    CHECK(brig_mount_parse_options(&opts, &f, &err) == 0, "tmpcopyup parses");
+    CHECK(f.copy_up, "tmpcopyup sets copy_up");
+    CHECK_STR(f.data, "size=64k,mode=755", "tmpcopyup is not in the data");
+    brig_mount_flags_free(&f);
+    split("tmpcopyup,notmpcopyup", buf, sizeof buf, v, &opts);
+    CHECK(brig_mount_parse_options(&opts, &f, &err) == 0 && !f.copy_up, "the last word wins");
+    CHECK(f.data == NULL, "no data at all");
+    brig_mount_flags_free(&f);
+}
+
 int main(void)
 {
+    test_copy_up();
     test_option_names();
     test_cases();
     test_unsupported();
