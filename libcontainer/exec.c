@@ -107,22 +107,12 @@ static int exec_in_container(const struct exec_ctx *x, int sync_fd, brig_error_t
     const struct brig_process *p = o->process;
     if (setsid() < 0)
         return brig_error_set(err, errno, "setsid");
-    if (p->terminal && brig_terminal_setup_init(p, sync_fd, err) < 0)
-        return brig_error_wrap(err, "terminal");
     if (brig_rlimits_apply(p, err) < 0)
         return -1;
-    const char *cwd = p->cwd ? p->cwd : "/";
-    bool cwd_done = chdir(cwd) == 0;
-    if (brig_process_drop_and_filter(p, x->filter, sync_fd, err) < 0)
-        return -1;
-    if (!cwd_done && chdir(cwd) < 0)
-        return brig_error_set(err, errno, "chdir to cwd `%s`", cwd);
     cleanup_free char *exe = NULL;
-    if (brig_process_find_executable(p, &exe, err) < 0)
+    char **env = NULL;
+    if (brig_process_become(p, x->filter, sync_fd, &exe, &env, err) < 0)
         return -1;
-    char **env = brig_process_build_env(p);
-    if (env == NULL)
-        return brig_error_set(err, ENOMEM, "environment");
     brig_process_cloexec_from(3 + o->preserve_fds);
     if (brig_sync_send(sync_fd, BRIG_SYNC_READY, 0, NULL, err) < 0)
         return -1;

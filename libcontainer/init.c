@@ -177,24 +177,10 @@ int brig_init_exec(const struct brig_init_config *cfg, int sync_fd, int fifo_fd,
     if (setup_process_knobs(cfg, err) < 0)
         return -1;
 
-    if (p->terminal && brig_terminal_setup_init(p, sync_fd, err) < 0)
-        return brig_error_wrap(err, "terminal");
-
-    const char *cwd = p->cwd ? p->cwd : "/";
-    /* Try the cwd as root first, and again as the process user: a
-     * directory only the user can enter (root-squashed NFS) still works. */
-    bool cwd_done = chdir(cwd) == 0;
-    if (brig_process_drop_and_filter(p, cfg->seccomp, sync_fd, err) < 0)
-        return -1;
-    if (!cwd_done && chdir(cwd) < 0)
-        return brig_error_set(err, errno, "chdir to cwd `%s`", cwd);
-
     cleanup_free char *exe = NULL;
-    if (brig_process_find_executable(p, &exe, err) < 0)
+    char **env = NULL;
+    if (brig_process_become(p, cfg->seccomp, sync_fd, &exe, &env, err) < 0)
         return -1;
-    char **env = brig_process_build_env(p);
-    if (env == NULL)
-        return brig_error_set(err, ENOMEM, "environment");
     char fifo_path[64];
     snprintf(fifo_path, sizeof fifo_path, "%s%d", proc_fds < 0 ? "/proc/self/fd/" : "", fifo_fd);
 

@@ -61,6 +61,14 @@ int brig_process_drop_and_filter(const struct brig_process *process,
                                  struct brig_seccomp_filter *filter, int sync_fd,
                                  brig_error_t *err);
 
+/* What the init and an exec'd process do last, in this order: the
+ * terminal, the working directory (tried as root, then again as the user,
+ * so a directory only the user can enter still works), identity and
+ * seccomp (brig_process_drop_and_filter), then the executable and the
+ * environment for execve. */
+int brig_process_become(const struct brig_process *process, struct brig_seccomp_filter *filter,
+                        int sync_fd, char **exe, char ***env, brig_error_t *err);
+
 /* fork() with CLONE_NEW* flags, and the same straight into a cgroup
  * (clone3 CLONE_INTO_CGROUP; -1 with errno when the kernel can't). */
 pid_t brig_clone_fork(unsigned long flags);

@@ -19,6 +19,7 @@
 #include "cleanup.h"
 #include "seccomp.h"
 #include "sync.h"
+#include "terminal.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -143,5 +144,23 @@ int brig_process_drop_and_filter(const struct brig_process *p, struct brig_secco
         return -1;
     if (filter && p->no_new_privileges && load_filter(filter, sync_fd, err) < 0)
         return -1;
+    return 0;
+}
+
+int brig_process_become(const struct brig_process *p, struct brig_seccomp_filter *filter,
+                        int sync_fd, char **exe, char ***env, brig_error_t *err)
+{
+    if (p->terminal && brig_terminal_setup_init(p, sync_fd, err) < 0)
+        return brig_error_wrap(err, "terminal");
+    const char *cwd = p->cwd ? p->cwd : "/";
+    bool cwd_done = chdir(cwd) == 0;
+    if (brig_process_drop_and_filter(p, filter, sync_fd, err) < 0)
+        return -1;
+    if (!cwd_done && chdir(cwd) < 0)
+        return brig_error_set(err, errno, "chdir to cwd `%s`", cwd);
+    if (brig_process_find_executable(p, exe, err) < 0)
+        return -1;
+    if ((*env = brig_process_build_env(p)) == NULL)
+        return brig_error_set(err, ENOMEM, "environment");
     return 0;
 }
