@@ -47,7 +47,8 @@ load helpers
 @test "pause freezes the container and resume lets it go on" {
 	mkdir -p "$BATS_TEST_TMPDIR/count"
 	add_bind_mount "$BATS_TEST_TMPDIR/count" /count
-	set_args sh -c 'i=0; while true; do i=$((i+1)); echo $i >/count/n; sleep 0.1; done'
+	# Replaced whole (mv): a reader on the host never sees the file empty.
+	set_args sh -c 'i=0; while true; do i=$((i+1)); echo $i >/count/n.new; mv /count/n.new /count/n; sleep 0.1; done'
 	brig_detached run -d "$CID"
 	wait_for_file "$BATS_TEST_TMPDIR/count/n"
 	brig pause "$CID"

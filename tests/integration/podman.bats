@@ -149,8 +149,9 @@ teardown() {
 
 @test "podman: pause freezes the container, unpause thaws it" {
 	podman_cmd run -d --name frozen "$PODMAN_IMAGE" \
-		sh -c 'i=0; while :; do i=$((i+1)); echo $i >/tmp/n; sleep 0.1; done'
+		sh -c 'i=0; while :; do i=$((i+1)); echo $i >/tmp/n.new; mv /tmp/n.new /tmp/n; sleep 0.1; done'
 	id=$(full_id frozen)
+	# The counter file is replaced whole (mv), so a reader never sees it empty.
 	podman_cmd pause frozen
 	[ "$(podman_cmd inspect --format '{{.State.Status}}' frozen)" = paused ]
 	[ "$("$BRIG" state "$id" | jq -r .status)" = paused ]
