@@ -517,6 +517,12 @@ static int signal_container(const struct brig_state *st, int sig, bool all, brig
     /* SIGKILL to the init of a pid namespace takes every process in it. */
     if (syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) < 0 && errno != ESRCH)
         return brig_error_set(err, errno, "signal container `%s`", st->id);
+    /* After a signal meant to end it, give the init a moment to be gone,
+     * so `kill c1 KILL && delete c1` finds it stopped. */
+    if (sig == SIGKILL)
+        wait_pidfd(pidfd, 1000);
+    else if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT)
+        wait_pidfd(pidfd, 200);
     return 0;
 }
 
