@@ -179,3 +179,12 @@ int brig_parse_duration_ms(const char *text, int *out)
     *out = (int) ms;
     return 0;
 }
+
+int brig_parse_plain(int argc, char **argv, const char *usage, int n_args, const char *what)
+{
+    static const struct option opts[] = { { "help", no_argument, NULL, 'h' }, { 0 } };
+    int c;
+    while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1)
+        return c == 'h' ? brig_usage(usage) : brig_bad_option(argv);
+    return brig_expect_args(argc, argv, n_args, what) != 0 ? 1 : -1;
+}

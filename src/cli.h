@@ -45,6 +45,11 @@ int brig_expect_args(int argc, char **argv, int n, const char *what);
 
 
 
+/* For commands with no option but --help: parses that and checks there are
+ * exactly n_args arguments. Returns -1 to go on, else the exit status
+ * (0 after --help, 1 after a reported error). */
+int brig_parse_plain(int argc, char **argv, const char *usage, int n_args, const char *what);
+
 /* getopt_long returned '?' or ':': one line naming the flag. */
 int brig_bad_option(char **argv);
 #endif

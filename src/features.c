@@ -83,12 +83,9 @@ static void gen_linux(yajl_gen g)
 
 int brig_cmd_features(int argc, char **argv)
 {
-    static const struct option opts[] = { { "help", no_argument, NULL, 'h' }, { 0 } };
-    int c;
-    while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1)
-        return c == 'h' ? brig_usage(usage) : brig_bad_option(argv);
-    if (brig_expect_args(argc, argv, 0, "nothing") != 0)
-        return 1;
+    int done = brig_parse_plain(argc, argv, usage, 0, "nothing");
+    if (done >= 0)
+        return done;
     yajl_gen g = yajl_gen_alloc(NULL);
     if (g == NULL)
         return brig_fail_msg("features: out of memory");

@@ -9,12 +9,9 @@ static const char usage[] =
 
 int brig_cmd_start(int argc, char **argv)
 {
-    static const struct option opts[] = { { "help", no_argument, NULL, 'h' }, { 0 } };
-    int c;
-    while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1)
-        return c == 'h' ? brig_usage(usage) : brig_bad_option(argv);
-    if (brig_expect_args(argc, argv, 1, "container id") != 0)
-        return 1;
+    int done = brig_parse_plain(argc, argv, usage, 1, "container id");
+    if (done >= 0)
+        return done;
     brig_error_t err = NULL, warning = NULL;
     if (brig_container_start(brig_globals.root, argv[optind], &warning, &err) < 0)
         return brig_fail(&err);

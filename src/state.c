@@ -11,12 +11,9 @@ static const char usage[] =
 
 int brig_cmd_state(int argc, char **argv)
 {
-    static const struct option opts[] = { { "help", no_argument, NULL, 'h' }, { 0 } };
-    int c;
-    while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1)
-        return c == 'h' ? brig_usage(usage) : brig_bad_option(argv);
-    if (brig_expect_args(argc, argv, 1, "container id") != 0)
-        return 1;
+    int done = brig_parse_plain(argc, argv, usage, 1, "container id");
+    if (done >= 0)
+        return done;
     brig_error_t err = NULL;
     struct brig_state *st = NULL;
     enum brig_status status;
