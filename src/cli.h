@@ -37,6 +37,10 @@ int brig_parse_uint(const char *flag, const char *value, int *out);
 /* "5s", "500ms", "1m", "2" (seconds) → milliseconds; -1 when malformed. */
 int brig_parse_duration_ms(const char *text, int *out);
 
+/* Milliseconds from now (CLOCK_MONOTONIC) to *t; 0 once it has passed. */
+struct timespec;
+int brig_ms_until(const struct timespec *t);
+
 /* Prints usage (to stdout for --help) and returns 0. */
 int brig_usage(const char *text);
 

@@ -86,14 +86,6 @@ static int watch_memory_events(const char *id)
     return fd;
 }
 
-static int ms_until(const struct timespec *t)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    long long ms = (long long) (t->tv_sec - now.tv_sec) * 1000 + (t->tv_nsec - now.tv_nsec) / 1000000;
-    return ms > 0 ? (int) ms : 0;
-}
-
 int brig_cmd_events(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -142,13 +134,13 @@ int brig_cmd_events(int argc, char **argv)
             /* Wake on memory.events changes to report an OOM at once;
              * statistics go out only at each interval. */
             struct pollfd p = { .fd = watch, .events = POLLIN };
-            int r = poll(&p, 1, ms_until(&next));
+            int r = poll(&p, 1, brig_ms_until(&next));
             if (r > 0) {
                 char buf[4096];
                 while (read(watch, buf, sizeof buf) > 0)
                     ;
             }
-            due = r == 0 || ms_until(&next) == 0;
+            due = r == 0 || brig_ms_until(&next) == 0;
             if (brig_container_stats(brig_globals.root, id, &s, &err) < 0) {
                 /* Gone or stopped: the stream ends there. */
                 brig_error_release(&err);

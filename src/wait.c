@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "terminal.h"
 #include "utils.h"
 
@@ -24,14 +25,6 @@ static int exit_status(int wstatus)
     if (WIFSIGNALED(wstatus))
         return 128 + WTERMSIG(wstatus);
     return 255;
-}
-
-static int ms_until(const struct timespec *t)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    long long ms = (long long) (t->tv_sec - now.tv_sec) * 1000 + (t->tv_nsec - now.tv_nsec) / 1000000;
-    return ms > 0 ? (int) ms : 0;
 }
 
 /* Reaps every child that is done; returns true once `init` is among them. */
@@ -92,7 +85,7 @@ int brig_wait_forwarding(int sfd, pid_t init, int master, int timeout_ms, bool *
             { .fd = stdin_open ? STDIN_FILENO : -1, .events = POLLIN },
             { .fd = master_open ? master : -1, .events = POLLIN },
         };
-        int wait_ms = timeout_ms > 0 && !killed ? ms_until(&deadline) : -1;
+        int wait_ms = timeout_ms > 0 && !killed ? brig_ms_until(&deadline) : -1;
         int ready = poll(p, 3, wait_ms);
         if (ready < 0) {
             if (errno == EINTR)
