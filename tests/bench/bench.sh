@@ -1,0 +1,25 @@
+#!/bin/sh
+# `make bench`: tests/bench/run.sh on this host (brig, runc, and crun when it
+# can run here), then in the test VM (tests/vm/), a pure cgroup v2 machine
+# where all three can. Results go to BENCH_OUT (default ./bench-results) as
+# host.json and vm.json. BENCH_ITERATIONS and BENCH_CONCURRENT set the host
+# run; BENCH_VM_ITERATIONS (30) and BENCH_VM_CONCURRENT (20) the VM run, where
+# each process costs tens of times more. BENCH_VM=0 skips the VM.
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=${top_srcdir:-$(cd "$here/../.." && pwd)}
+out=${BENCH_OUT:-$PWD/bench-results}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+: "${BRIG:=$top/brig}" "${BENCH_BIN:=$top/tests/bench}"
+export BRIG BENCH_BIN top_srcdir="$top"
+
+BENCH_LABEL=host bash "$here/run.sh" "$out/host.json"
+[ "${BENCH_VM:-1}" = 0 ] && exit 0
+echo
+# The results directory is shared with the VM, and so is the source tree.
+"$top/tests/vm/run.sh" --share "$top" --share "$out" \
+	-e "BRIG=$BRIG" -e "BENCH_BIN=$BENCH_BIN" -e "top_srcdir=$top" -e BENCH_LABEL=vm \
+	-e "BENCH_ITERATIONS=${BENCH_VM_ITERATIONS:-30}" -e "BENCH_CONCURRENT=${BENCH_VM_CONCURRENT:-20}" \
+	bash "$here/run.sh" "$out/vm.json"

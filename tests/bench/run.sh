@@ -1,0 +1,259 @@
+#!/usr/bin/env bash
+# Benchmarks brig against crun and runc on this machine, all on the same
+# busybox bundle, in one run, alternating between them, and against the
+# kernel floor (tests/bench/floor.c). `make bench` runs it on the host and in
+# the test VM (tests/bench/bench.sh).
+#
+#   tests/bench/run.sh [RESULT.json]
+#
+# Environment: BRIG CRUN RUNC (the binaries; a runtime that cannot run a
+# container here is left out, with the reason), BENCH_BIN (where bench-timeit
+# and bench-floor are), BENCH_ITERATIONS (200: run, create/start/delete and
+# exec), BENCH_CONCURRENT (100 containers started at once), BENCH_LABEL (a
+# name for this machine in the report). Prints a table and writes the figures
+# as JSON to RESULT.json (default bench-result.json).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=${top_srcdir:-$(cd "$here/../.." && pwd)}
+BRIG=${BRIG:-$top/brig}
+CRUN=${CRUN:-crun}
+RUNC=${RUNC:-runc}
+BENCH_BIN=${BENCH_BIN:-$top/tests/bench}
+N=${BENCH_ITERATIONS:-200}
+C=${BENCH_CONCURRENT:-100}
+LABEL=${BENCH_LABEL:-$(hostname)}
+result=${1:-bench-result.json}
+timeit=$BENCH_BIN/bench-timeit
+floor=$BENCH_BIN/bench-floor
+
+die() {
+	echo "bench: $*" >&2
+	exit 1
+}
+
+[ "$(id -u)" -eq 0 ] || die "the benchmarks create containers and must run as root"
+for tool in jq /bin/busybox "$timeit" "$floor" "$BRIG"; do
+	command -v "$tool" >/dev/null || die "$tool is missing (make bench builds the tools; jq and busybox-static come from Debian)"
+done
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/brig-bench.XXXXXX")
+log=$work/errors.log
+cleanup() {
+	local r id
+	for r in "${runtimes[@]}"; do
+		[ "$r" = floor ] && continue
+		for id in $("${bin[$r]}" --root "$work/root-$r" list -q 2>/dev/null); do
+			"${bin[$r]}" --root "$work/root-$r" delete -f "$id" >/dev/null 2>&1 || true
+		done
+	done
+	rm -rf "$work"
+}
+declare -a runtimes=()
+declare -A bin=()
+trap cleanup EXIT
+
+# The cgroup v2 mount, where bench-floor makes its cgroups as brig does.
+cgroup2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
+[ -n "$cgroup2" ] || die "no cgroup2 mount on this machine"
+
+# ------------------------------------------------------------- bundles ----
+
+mkdir -p "$work/rootfs"/{bin,dev,proc,sys,tmp,etc}
+cp /bin/busybox "$work/rootfs/bin/busybox"
+for applet in true sh sleep; do
+	ln -s busybox "$work/rootfs/bin/$applet"
+done
+# When the machine's cgroup v2 has the pids controller, each container gets
+# a limit, so every runtime writes to a controller file as well.
+resources='{}'
+if grep -qw pids "$cgroup2/cgroup.subtree_control" 2>/dev/null; then
+	resources='{"pids": {"limit": 1000}}'
+fi
+# brig's default spec, with a version every runtime of the comparison reads.
+(cd "$work" && "$BRIG" spec)
+make_bundle() { # NAME ARGS-JSON
+	mkdir -p "$work/$1"
+	jq --argjson args "$2" --argjson res "$resources" --arg rootfs "$work/rootfs" \
+		'.ociVersion = "1.0.2" | .root.path = $rootfs
+		 | .process.terminal = false | .process.args = $args
+		 | .linux.resources = (.linux.resources // {}) + $res' \
+		"$work/config.json" >"$work/$1/config.json"
+}
+make_bundle true '["/bin/true"]'
+make_bundle sleep '["/bin/sleep", "1000000"]'
+
+# ------------------------------------------------------------ runtimes ----
+
+skipped=""
+add_runtime() { # NAME BINARY
+	local path
+	path=$(command -v "$2" 2>/dev/null) || {
+		skipped="$skipped$1: not installed; "
+		return 0
+	}
+	mkdir -p "$work/root-$1"
+	if ! "$path" --root "$work/root-$1" run --bundle "$work/true" probe-$1 >/dev/null 2>"$work/probe-$1.err"; then
+		skipped="$skipped$1: $(tail -1 "$work/probe-$1.err"); "
+		"$path" --root "$work/root-$1" delete -f probe-$1 >/dev/null 2>&1 || true
+		return 0
+	fi
+	runtimes+=("$1")
+	bin[$1]=$path
+}
+add_runtime brig "$BRIG"
+add_runtime crun "$CRUN"
+add_runtime runc "$RUNC"
+case " ${runtimes[*]} " in *" brig "*) ;; *) die "brig cannot run a container here: $skipped" ;; esac
+skipped=${skipped%; }
+[ -z "$skipped" ] || echo "# left out: $skipped"
+
+# rotated I NAMES...: the names, starting at the I-th, so that no runtime
+# always runs first or right after the same other one.
+rotated() {
+	local i=$1
+	shift
+	local -a names=("$@")
+	local k n=${#names[@]}
+	for ((k = 0; k < n; k++)); do
+		echo "${names[$(((i + k) % n))]}"
+	done
+}
+
+# measure FILE COMMAND...: one timed run, appended to FILE as "NS KB".
+measure() {
+	local file=$1
+	shift
+	"$timeit" -l "$log" -- "$@" >>"$work/$file" || die "$* failed: $(tail -3 "$log")"
+}
+
+# wait_gone PID: until PID has exited (a zombie counts as gone).
+wait_gone() {
+	local stat
+	while read -r stat 2>/dev/null <"/proc/$1/stat"; do
+		stat=${stat##*) }
+		[ "${stat%% *}" = Z ] && return 0
+	done
+	return 0
+}
+
+rt() { # NAME ARGS...: runs the runtime NAME with its own state root
+	local name=$1
+	shift
+	"${bin[$name]}" --root "$work/root-$name" "$@"
+}
+
+# measure_rt FILE NAME ARGS...: measure of the runtime NAME.
+measure_rt() {
+	local file=$1 name=$2
+	shift 2
+	measure "$file" "${bin[$name]}" --root "$work/root-$name" "$@"
+}
+
+# ---------------------------------------------------------- benchmarks ----
+
+echo "# $LABEL: ${runtimes[*]} and the kernel floor; $N iterations, $C concurrent containers"
+
+# 1 and 6: run of /bin/true, and the kernel doing the same work by itself.
+for ((i = 0; i < N; i++)); do
+	for r in $(rotated "$i" "${runtimes[@]}" floor); do
+		if [ "$r" = floor ]; then
+			measure run.floor "$floor" run "$cgroup2" "$work/rootfs"
+		else
+			measure_rt "run.$r" "$r" run --bundle "$work/true" "run-$i"
+		fi
+	done
+done
+
+# 2: create, start and delete, each timed by itself.
+for ((i = 0; i < N; i++)); do
+	for r in $(rotated "$i" "${runtimes[@]}"); do
+		measure_rt "create.$r" "$r" create --bundle "$work/true" --pid-file "$work/pid" "lc-$i"
+		measure_rt "start.$r" "$r" start "lc-$i"
+		wait_gone "$(cat "$work/pid")"
+		measure_rt "delete.$r" "$r" delete "lc-$i"
+	done
+done
+
+# 3: exec of /bin/true into a running container (the floor: setns + fork).
+declare -A target=()
+for r in "${runtimes[@]}"; do
+	rt "$r" run -d --bundle "$work/sleep" --pid-file "$work/pid-$r" exec-target \
+		</dev/null >/dev/null 2>>"$log" || die "$r: cannot start the exec target: $(tail -3 "$log")"
+	target[$r]=$(cat "$work/pid-$r")
+done
+for ((i = 0; i < N; i++)); do
+	for r in $(rotated "$i" "${runtimes[@]}" floor); do
+		if [ "$r" = floor ]; then
+			measure exec.floor "$floor" exec "$cgroup2" "${target[brig]}"
+		else
+			measure_rt "exec.$r" "$r" exec exec-target /bin/true
+		fi
+	done
+done
+for r in "${runtimes[@]}"; do
+	rt "$r" delete -f exec-target >/dev/null 2>>"$log" || true
+done
+
+# 5: C containers started at once; wall time until every one is running.
+for r in "${runtimes[@]}"; do
+	# bench-timeit under bench-timeit: the outer one records the inner one's
+	# wall time (plus one fork and exec) and the largest runtime's RSS.
+	measure "concurrent.$r" "$timeit" -l "$log" -p "$C" -- \
+		"${bin[$r]}" --root "$work/root-$r" run -d --bundle "$work/sleep" "many-%d"
+	for ((k = 0; k < C; k++)); do
+		rt "$r" delete -f "many-$k" >/dev/null 2>>"$log" &
+	done
+	wait
+done
+
+# ------------------------------------------------------------- report -----
+
+# stats FILE: "median p10 p90 n" of the times in ms, and the median KB.
+stats() {
+	local kb
+	kb=$(sort -n -k2,2 "$work/$1" | awk '{ k[NR] = $2 } END { print k[int((NR + 1) / 2)] }')
+	sort -n -k1,1 "$work/$1" | awk -v kb="$kb" '
+		{ t[NR] = $1 / 1e6 }
+		function pct(p,  k) { k = int(p * (NR - 1) + 0.5) + 1; return t[k] }
+		END { printf "%.3f %.3f %.3f %d %d\n", pct(0.5), pct(0.1), pct(0.9), NR, kb }'
+}
+
+json_bench() { # BENCH NAMES...: a JSON object for one benchmark
+	local bench=$1
+	shift
+	local r
+	for r in "$@"; do
+		[ -s "$work/$bench.$r" ] || continue
+		read -r med p10 p90 n kb < <(stats "$bench.$r")
+		jq -n --arg r "$r" --argjson med "$med" --argjson p10 "$p10" --argjson p90 "$p90" \
+			--argjson n "$n" --argjson kb "$kb" \
+			'{($r): {median_ms: $med, p10_ms: $p10, p90_ms: $p90, n: $n, peak_rss_kb: $kb}}'
+	done | jq -s --arg b "$bench" '{($b): add}'
+}
+
+{
+	json_bench run "${runtimes[@]}" floor
+	json_bench create "${runtimes[@]}"
+	json_bench start "${runtimes[@]}"
+	json_bench delete "${runtimes[@]}"
+	json_bench exec "${runtimes[@]}" floor
+	json_bench concurrent "${runtimes[@]}"
+} | jq -s --arg machine "$LABEL" --arg kernel "$(uname -r)" --arg date "$(date -u +%Y-%m-%dT%H:%MZ)" \
+	--argjson n "$N" --argjson c "$C" --arg skipped "$skipped" '
+	add as $b
+	| def ratio($x; $y): if $b[$x] and $b[$x].brig and $b[$x][$y]
+		then ($b[$x].brig.median_ms / $b[$x][$y].median_ms * 1000 | round / 1000) else null end;
+	{"label": $machine, "date": $date, "kernel": $kernel, "iterations": $n, "concurrent": $c,
+	 "left_out": $skipped, "benchmarks": $b,
+	 ratios: ($b | keys | map({(.): {"brig/crun": ratio(.; "crun"), "brig/runc": ratio(.; "runc"),
+	                                 "brig/floor": ratio(.; "floor")}}) | add)}' >"$result"
+
+jq -r '"# \(.label) (kernel \(.kernel), \(.date)): median [p10-p90] ms, median peak RSS"' "$result"
+{
+	jq -r '.benchmarks | to_entries[] | .key as $b | .value | to_entries[]
+		| "\($b)\t\(.key)\t\(.value.median_ms)\t[\(.value.p10_ms)-\(.value.p90_ms)]\t\(.value.peak_rss_kb) KB"' "$result"
+	jq -r '.ratios | to_entries[] | "\(.key)\tratios\t"
+		+ (.value | to_entries | map(select(.value != null) | "\(.key) \(.value)") | join("  "))' "$result"
+} | column -t -s "$(printf '\t')"
+echo "# written to $result"
