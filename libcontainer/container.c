@@ -166,6 +166,7 @@ static int new_state(const struct brig_create_options *o, const struct brig_spec
     st->cgroup_path = strdup("");
     const struct brig_namespace *pid_ns = brig_spec_namespace(spec, BRIG_NS_PID);
     st->own_pid_ns = pid_ns != NULL && pid_ns->path == NULL;
+    st->post_hooks = (int) (spec->hooks.poststart.n + spec->hooks.poststop.n);
     if (!st->id || !st->created || !st->owner || !st->cgroup_path || copy_annotations(&spec->annotations, &st->annotations) < 0)
         return brig_error_set(err, ENOMEM, "state");
     return resolve_paths(o, spec, &st->bundle, &st->rootfs, err);
@@ -380,6 +381,9 @@ int brig_container_load_spec(int dir_fd, struct brig_spec **spec, brig_error_t *
 static int run_post_hooks(int dir_fd, const struct brig_state *st, enum brig_status status,
                           bool poststart, brig_error_t *warning)
 {
+    /* Most containers have no post* hooks: then the saved spec stays unread. */
+    if (st->post_hooks == 0)
+        return 0;
     struct brig_spec *spec = NULL;
     if (brig_container_load_spec(dir_fd, &spec, warning) < 0 || spec == NULL)
         return spec == NULL && *warning ? -1 : 0;

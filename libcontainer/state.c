@@ -216,6 +216,8 @@ static int state_file_json(const struct brig_state *st, char **out, brig_error_t
     GEN_STR(g, "ownPidNamespace");
     yajl_gen_bool(g, st->own_pid_ns);
     gen_kv(g, "cgroupPath", st->cgroup_path);
+    GEN_STR(g, "postHooks");
+    yajl_gen_integer(g, st->post_hooks);
     GEN_STR(g, "annotations");
     gen_annotations(g, &st->annotations);
     yajl_gen_map_close(g);
@@ -284,6 +286,7 @@ int brig_state_read(int dir_fd, const char *id, struct brig_state **out, brig_er
             st->created = strdup("");
             st->owner = strdup("");
             st->cgroup_path = strdup("");
+            st->post_hooks = -1;
             brig_error_release(err);
             *out = st;
             return 0;
@@ -307,6 +310,9 @@ int brig_state_read(int dir_fd, const char *id, struct brig_state **out, brig_er
     st->created = tree_string(root, "created");
     st->owner = tree_string(root, "owner");
     st->cgroup_path = tree_string(root, "cgroupPath");
+    const char *post_hooks[] = { "postHooks", NULL };
+    yajl_val hooks = yajl_tree_get(root, post_hooks, yajl_t_number);
+    st->post_hooks = hooks && YAJL_IS_INTEGER(hooks) ? (int) YAJL_GET_INTEGER(hooks) : -1;
     const char *own_pid[] = { "ownPidNamespace", NULL };
     st->own_pid_ns = YAJL_IS_TRUE(yajl_tree_get(root, own_pid, yajl_t_true));
     int ann = read_annotations(root, &st->annotations);

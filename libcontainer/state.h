@@ -35,6 +35,9 @@ struct brig_state {
     struct brig_kv_list annotations;
     bool own_pid_ns;                  /* the container has a pid namespace of its own */
     char *cgroup_path;                /* absolute; "" when cgroups are not managed */
+    /* poststart + poststop hooks of the saved spec; -1 when unknown (a state
+     * file from an older brig). At 0, start and delete need not parse it. */
+    int post_hooks;
 };
 
 const char *brig_status_name(enum brig_status status);

@@ -77,6 +77,7 @@ static void state_round_trip(void)
     struct brig_state *back = NULL;
     CHECK(brig_state_read(d, "c1", &back, &err) == 0, "read state");
     CHECK(back && back->pid == st.pid && strcmp(back->bundle, "/b") == 0, "fields survive");
+    CHECK(back && back->post_hooks == 0, "no post hooks recorded as 0, not unknown");
     CHECK(back && back->annotations.n == 1 && strcmp(back->annotations.items[0].value, "v\"q") == 0,
           "annotations survive with quotes");
     CHECK(back && brig_state_init_alive(back), "our own pid is alive");
@@ -89,6 +90,16 @@ static void state_round_trip(void)
     CHECK(json && strstr(json, "\"status\":\"created\"") && strstr(json, "\"ociVersion\":\"1.2.0\""),
           "oci json has status and version");
     free(json);
+    brig_state_free(back);
+    /* A state file written before postHooks existed: unknown, so the saved
+     * spec is still read for hooks. */
+    static const char old[] = "{\"id\":\"c1\",\"pid\":1,\"bundle\":\"/b\",\"rootfs\":\"/b/r\","
+                              "\"created\":\"x\",\"owner\":\"\",\"cgroupPath\":\"\"}";
+    CHECK(brig_write_file_atomic_at(d, BRIG_STATE_FILE, old, strlen(old), 0600, &err) == 0,
+          "write an old state file");
+    back = NULL;
+    CHECK(brig_state_read(d, "c1", &back, &err) == 0 && back && back->post_hooks == -1,
+          "missing postHooks reads as unknown");
     brig_state_free(back);
     free(st.created);
     close(d);
