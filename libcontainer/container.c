@@ -231,7 +231,8 @@ static int setup_cgroup(const struct brig_create_options *o, const struct brig_s
 }
 
 static int create_in_dir(const struct brig_create_options *o, const struct brig_spec *spec,
-                         const char *config_path, int dir_fd, pid_t *init_pid, brig_error_t *err)
+                         const char *config_path, const char *config_text, size_t config_len,
+                         int dir_fd, pid_t *init_pid, brig_error_t *err)
 {
     struct brig_state *st = NULL;
     int r = new_state(o, spec, &st, err);
@@ -241,15 +242,10 @@ static int create_in_dir(const struct brig_create_options *o, const struct brig_
     if (r == 0 && (mkfifoat(dir_fd, BRIG_EXEC_FIFO, 0622) < 0
                    || fchmodat(dir_fd, BRIG_EXEC_FIFO, 0622, 0) < 0))
         r = brig_error_set(err, errno, "create exec fifo");
-    if (r == 0) {
-        /* post* hooks and exec need the spec: keep it as it was created,
-         * rather than trusting the bundle to stay unchanged. */
-        cleanup_free char *json = NULL;
-        size_t len = 0;
-        r = brig_read_file(config_path, &json, &len, err);
-        if (r == 0)
-            r = brig_write_file_atomic_at(dir_fd, BRIG_SAVED_CONFIG, json, len, 0600, err);
-    }
+    /* post* hooks and exec need the spec: keep it as it was created (the
+     * very bytes parsed), rather than trusting the bundle to stay unchanged. */
+    if (r == 0)
+        r = brig_write_file_atomic_at(dir_fd, BRIG_SAVED_CONFIG, config_text, config_len, 0600, err);
     if (r == 0 && brig_mounts_check_destinations(spec, st->rootfs, err) < 0)
         r = brig_error_wrap(err, "%s", config_path);
     struct brig_cgroup cg = { NULL, -1 };
@@ -328,7 +324,9 @@ int brig_container_create(const struct brig_create_options *o, pid_t *init_pid, 
     if (asprintf(&config_path, "%s/config.json", o->bundle ? o->bundle : ".") < 0)
         return brig_error_set(err, ENOMEM, "create");
     struct brig_spec *spec = NULL;
-    if (brig_spec_load(config_path, &spec, err) < 0)
+    cleanup_free char *config_text = NULL;
+    size_t config_len = 0;
+    if (brig_spec_load_text(config_path, &spec, &config_text, &config_len, err) < 0)
         return -1;
     int r = 0;
     if (spec->process && o->terminal)
@@ -350,7 +348,7 @@ int brig_container_create(const struct brig_create_options *o, pid_t *init_pid, 
         cleanup_close int dir_fd = brig_state_dir_create(root_fd, o->id, err);
         if (dir_fd < 0) {
             r = -1;
-        } else if (create_in_dir(o, spec, config_path, dir_fd, init_pid, err) < 0) {
+        } else if (create_in_dir(o, spec, config_path, config_text, config_len, dir_fd, init_pid, err) < 0) {
             brig_error_t ignored = NULL;
             brig_state_dir_remove(root_fd, o->id, &ignored);
             brig_error_release(&ignored);

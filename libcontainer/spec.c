@@ -522,14 +522,22 @@ static int read_whole_file(const char *path, char **out, size_t *len, brig_error
     return 0;
 }
 
-int brig_spec_load(const char *path, struct brig_spec **out, brig_error_t *err)
+int brig_spec_load_text(const char *path, struct brig_spec **out, char **text, size_t *len,
+                        brig_error_t *err)
 {
     cleanup_free char *data = NULL;
-    size_t len = 0;
     *out = NULL;
-    if (read_whole_file(path, &data, &len, err) < 0)
+    if (read_whole_file(path, &data, len, err) < 0 || brig_spec_parse(data, *len, path, out, err) < 0)
         return -1;
-    return brig_spec_parse(data, len, path, out, err);
+    *text = brig_steal_ptr(data);
+    return 0;
+}
+
+int brig_spec_load(const char *path, struct brig_spec **out, brig_error_t *err)
+{
+    cleanup_free char *text = NULL;
+    size_t len = 0;
+    return brig_spec_load_text(path, out, &text, &len, err);
 }
 
 /* ---- lookups --------------------------------------------------------------------- */

@@ -348,6 +348,10 @@ struct brig_spec {
 int brig_spec_parse(const char *json, size_t len, const char *origin,
                     struct brig_spec **out, brig_error_t *err);
 int brig_spec_load(const char *path, struct brig_spec **out, brig_error_t *err);
+/* The same, also handing back the file's bytes, for a
+ * caller that keeps a copy of what it parsed without reading it again. */
+int brig_spec_load_text(const char *path, struct brig_spec **out, char **text, size_t *len,
+                        brig_error_t *err);
 void brig_spec_free(struct brig_spec *spec);
 
 /* A lone OCI process object (exec --process FILE). */
