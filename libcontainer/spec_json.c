@@ -287,18 +287,21 @@ int brig_json_strv(struct brig_json_ctx *c, yajl_val obj, const char *key,
     if (out->v == NULL)
         return brig_json_oom(c);
     out->n = n;
-    size_t mark = brig_json_push_key(c, key);
+    /* The path is only for messages: formatted when there is one to give,
+     * not once per element (env and caps lists are long). */
     for (size_t i = 0; i < n; i++) {
         yajl_val s = arr->u.array.values[i];
-        size_t at = brig_json_push_index(c, i);
-        if (!YAJL_IS_STRING(s))
+        if (!YAJL_IS_STRING(s)) {
+            brig_json_push_key(c, key);
+            brig_json_push_index(c, i);
             return brig_json_fail(c, NULL, "expected a string");
+        }
         out->v[i] = strdup(s->u.string);
-        if (out->v[i] == NULL)
+        if (out->v[i] == NULL) {
+            brig_json_push_key(c, key);
             return brig_json_oom(c);
-        brig_json_pop(c, at);
+        }
     }
-    brig_json_pop(c, mark);
     return 1;
 }
 
