@@ -58,6 +58,9 @@ struct brig_exec_options {
     int preserve_fds;
     const char *cgroup;                  /* --cgroup: a sub-cgroup of the container's */
     bool ignore_paused;
+    /* The container's saved spec when the caller has read it already (for
+     * the process defaults); NULL: read here. Saves parsing it twice. */
+    const struct brig_spec *spec;
 };
 
 /* Starts a process in the running container; *pid is its pid here. */

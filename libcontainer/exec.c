@@ -298,10 +298,13 @@ int brig_container_exec(const struct brig_exec_options *o, pid_t *pid, brig_erro
         r = brig_error_set(err, 0, "cannot exec in container `%s`: it is paused (--ignore-paused)",
                            o->id);
     /* Every process of the container lives under its seccomp filter. */
-    struct brig_spec *spec = NULL;
+    struct brig_spec *loaded = NULL;
+    const struct brig_spec *spec = o->spec;
     struct exec_ctx x = { o, dir_fd, st, NULL, NULL };
-    if (r == 0)
-        r = brig_container_load_spec(dir_fd, &spec, err);
+    if (r == 0 && spec == NULL) {
+        r = brig_container_load_spec(dir_fd, &loaded, err);
+        spec = loaded;
+    }
     if (r == 0 && spec && spec->linux_ && spec->linux_->seccomp) {
         x.seccomp = spec->linux_->seccomp;
         r = brig_seccomp_compile(x.seccomp, &x.filter, err);
@@ -309,7 +312,7 @@ int brig_container_exec(const struct brig_exec_options *o, pid_t *pid, brig_erro
     if (r == 0)
         r = spawn(&x, status == BRIG_STATUS_PAUSED, pid, err);
     brig_seccomp_free(x.filter);
-    brig_spec_free(spec);
+    brig_spec_free(loaded);
     brig_state_free(st);
     return r;
 }

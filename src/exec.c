@@ -340,6 +340,7 @@ int brig_cmd_exec(int argc, char **argv)
     int master = -1;
     if (r == 0) {
         o.process = &p;
+        o.spec = spec;
         if (p.terminal && !o.console_socket && !f.detach)
             o.pty_master = &master;
         r = exec_and_wait(&o, f.detach, f.pid_file, f.timeout_ms, &master);
