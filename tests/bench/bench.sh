@@ -3,7 +3,7 @@
 # can run here), then in the test VM (tests/vm/), a pure cgroup v2 machine
 # where all three can. Results go to BENCH_OUT (default ./bench-results) as
 # host.json and vm.json. BENCH_ITERATIONS and BENCH_CONCURRENT set the host
-# run; BENCH_VM_ITERATIONS (30) and BENCH_VM_CONCURRENT (20) the VM run, where
+# run; BENCH_VM_ITERATIONS (30) and BENCH_VM_CONCURRENT (100) the VM run, where
 # each process costs tens of times more. BENCH_VM=0 skips the VM.
 set -eu
 
@@ -21,5 +21,5 @@ echo
 # The results directory is shared with the VM, and so is the source tree.
 "$top/tests/vm/run.sh" --share "$top" --share "$out" \
 	-e "BRIG=$BRIG" -e "BENCH_BIN=$BENCH_BIN" -e "top_srcdir=$top" -e BENCH_LABEL=vm \
-	-e "BENCH_ITERATIONS=${BENCH_VM_ITERATIONS:-30}" -e "BENCH_CONCURRENT=${BENCH_VM_CONCURRENT:-20}" \
+	-e "BENCH_ITERATIONS=${BENCH_VM_ITERATIONS:-30}" -e "BENCH_CONCURRENT=${BENCH_VM_CONCURRENT:-100}" \
 	bash "$here/run.sh" "$out/vm.json"

@@ -93,9 +93,9 @@ add_runtime() { # NAME BINARY
 		return 0
 	}
 	mkdir -p "$work/root-$1"
-	if ! "$path" --root "$work/root-$1" run --bundle "$work/true" probe-$1 >/dev/null 2>"$work/probe-$1.err"; then
+	if ! "$path" --root "$work/root-$1" run --bundle "$work/true" "probe-$1" >/dev/null 2>"$work/probe-$1.err"; then
 		skipped="$skipped$1: $(tail -1 "$work/probe-$1.err"); "
-		"$path" --root "$work/root-$1" delete -f probe-$1 >/dev/null 2>&1 || true
+		"$path" --root "$work/root-$1" delete -f "probe-$1" >/dev/null 2>&1 || true
 		return 0
 	fi
 	runtimes+=("$1")
