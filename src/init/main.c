@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "children.h"
+#include "cleanup.h"
 #include "config.h"
 #include "conf.h"
 #include "supervise.h"
@@ -90,6 +92,21 @@ static pid_t start_main(char **argv)
     _exit(e == ENOENT ? 127 : 126);
 }
 
+/* Adopted processes: everything but the main program and the services. */
+static size_t signal_adopted(const struct init *in, int sig)
+{
+    cleanup_free pid_t *skip = calloc(1 + in->n_svcs, sizeof *skip);
+    size_t n = 0;
+    if (!skip)
+        return 0;
+    if (in->main_pid > 0)
+        skip[n++] = in->main_pid;
+    for (size_t i = 0; i < in->n_svcs; i++)
+        if (in->svcs[i].pid > 0)
+            skip[n++] = in->svcs[i].pid;
+    return init_signal_adopted(skip, n, sig);
+}
+
 static void begin_stop(struct init *in, int64_t now)
 {
     if (in->stopping)
@@ -103,6 +120,7 @@ static void begin_stop(struct init *in, int64_t now)
         else
             svc->state = SERVICE_STOPPED;
     }
+    signal_adopted(in, SIGTERM);
 }
 
 static void forward(struct init *in, int sig, int64_t now)
@@ -143,16 +161,6 @@ static void reap(struct init *in, int64_t now)
     }
 }
 
-static int anything_running(const struct init *in)
-{
-    if (in->main_pid > 0)
-        return 1;
-    for (size_t i = 0; i < in->n_svcs; i++)
-        if (in->svcs[i].pid > 0)
-            return 1;
-    return 0;
-}
-
 static void kill_everything(struct init *in)
 {
     if (in->main_pid > 0) {
@@ -166,6 +174,9 @@ static void kill_everything(struct init *in)
             service_signal(&in->svcs[i], SIGKILL);
         }
     }
+    size_t left = signal_adopted(in, SIGKILL);
+    if (left)
+        fprintf(stderr, "brig-init: grace period over, killing %zu leftover process%s\n", left, left == 1 ? "" : "es");
     in->killed = 1;
 }
 
@@ -229,8 +240,12 @@ static int event_loop(struct init *in, int sfd)
         int64_t now = now_ms();
         reap(in, now);
         run_timers(in, now);
-        if (in->stopping && !anything_running(in))
+        /* Stopped means no child at all: a service's leader can go while
+         * what it spawned lingers, and those come to us. */
+        if (in->stopping && !init_has_children())
             break;
+        if (in->killed)
+            signal_adopted(in, SIGKILL);
 
         size_t n = 0;
         fds[n++] = (struct pollfd) { .fd = sfd, .events = POLLIN };
