@@ -43,7 +43,7 @@ want=$(stamp_of_sources)
 
 make_image() {
 	[ "$image" = yes ] || return 0
-	if [ -f "$dest.squashfs" ] && [ "$dest.squashfs" -nt "$dest/etc/brig/rootfs.stamp" ]; then
+	if [ -f "$dest.squashfs" ] && [ -n "$(find "$dest.squashfs" -newer "$dest/etc/brig/rootfs.stamp")" ]; then
 		return 0
 	fi
 	command -v mksquashfs >/dev/null || {
@@ -113,10 +113,10 @@ install -d -m 0755 "$tmp/etc/brig"
 
 jemalloc=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
 [ -e "$tmp$jemalloc" ] || jemalloc=$(chroot "$tmp" dpkg -L libjemalloc2 | grep '/libjemalloc\.so\.2$' | head -n 1)
-[ -n "$jemalloc" ] && [ -e "$tmp$jemalloc" ] || {
+if [ -z "$jemalloc" ] || [ ! -e "$tmp$jemalloc" ]; then
 	echo "rootfs: libjemalloc.so.2 not found in the new tree" >&2
 	exit 1
-}
+fi
 echo "$jemalloc" >"$tmp/etc/brig/jemalloc-path"
 
 cat >"$tmp/etc/brig/init.conf" <<'CONF'
@@ -128,6 +128,7 @@ CONF
 # existing file, and the tree is read-only at run time.
 install -m 0755 /dev/null "$tmp/usr/sbin/brig-init"
 
+# shellcheck disable=SC2016 # dpkg-query's own ${field} syntax
 chroot "$tmp" dpkg-query -W -f '${Package} ${Version} ${Architecture}\n' |
 	sort >"$tmp/etc/brig/packages.installed"
 

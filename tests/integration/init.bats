@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# shellcheck disable=SC2016 # $vars in single quotes are for the inner shell
+# shellcheck disable=SC2016,SC2030,SC2031,SC2154 # inner shells' $vars, bats' own variables
 # brig-init, the sandbox's PID 1, run directly on the host: as a child
 # subreaper (no namespace needed), and as the PID 1 of a new pid namespace
 # (unshare --pid --fork --mount-proc), which is how sandboxes run it.
@@ -212,7 +212,7 @@ INT" ]
 	svc=$(cat "$T/ready")
 	stop_bg TERM
 	[ "$STATUS" -eq 0 ]
-	! kill -0 "$svc" 2>/dev/null
+	run ! kill -0 "$svc"
 }
 
 @test "a crashing service is restarted with backoff 1 s, 2 s, 4 s, then given up" {
@@ -296,7 +296,7 @@ INT" ]
 	[ "$STATUS" -eq 0 ]
 	echo "stopped in $took tenths of a second"
 	((took >= 9 && took <= 25))
-	! kill -0 "$svc" 2>/dev/null
+	run ! kill -0 "$svc"
 	grep -q "grace period over, killing 2 leftover processes" "$T/err"
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# shellcheck disable=SC2016 # $vars in single quotes are for the inner shell
+# shellcheck disable=SC2016,SC2030,SC2031,SC2154 # inner shells' $vars, bats' own variables
 # The sandbox root filesystem (rootfs/): what `make rootfs` builds, checked
 # in the tree at $ROOTFS_DIR (default /var/lib/brig/rootfs). The tree is
 # built here when it is missing or out of date (about a minute); CI builds it
@@ -12,7 +12,8 @@ R=${ROOTFS_DIR:-/var/lib/brig/rootfs}
 INIT=${BRIG_INIT:-$(dirname "${BRIG:-$TOP/brig}")/brig-init}
 
 setup_file() {
-	"$TOP/rootfs/build.sh" "$R" >&3
+	set -o pipefail
+	"$TOP/rootfs/build.sh" "$R" | sed "s/^/# /" >&3
 }
 
 setup() {
@@ -58,10 +59,10 @@ teardown() {
 
 @test "rootfs: CA certificates, the package record, the default init.conf, the brig-init mount point" {
 	[ -s "$R/etc/ssl/certs/ca-certificates.crt" ]
-	for pkg in $(sed 's/#.*//' "$TOP/rootfs/packages.txt"); do
-		grep -q "^$pkg " "$R/etc/brig/packages.installed"
+	sed 's/#.*//' "$TOP/rootfs/packages.txt" | while read -r pkg; do
+		[ -z "$pkg" ] || grep -q "^$pkg " "$R/etc/brig/packages.installed"
 	done
-	[ -z "$(grep -v '^#' "$R/etc/brig/init.conf")" ]
+	[ "$(grep -vc '^#' "$R/etc/brig/init.conf")" -eq 0 ]
 	[ -f "$R/usr/sbin/brig-init" ]
 	[ ! -s "$R/usr/sbin/brig-init" ]
 }
