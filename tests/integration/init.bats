@@ -79,8 +79,11 @@ stop_bg() {
 }
 
 @test "brig-init is a static binary" {
-	run file -L "$INIT"
-	[[ "$output" == *"statically linked"* ]]
+	# No interpreter: nothing of the sandbox's tree is needed to start it.
+	run readelf --program-headers "$INIT"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *LOAD* ]]
+	[[ "$output" != *INTERP* ]]
 }
 
 @test "the main program's exit status is brig-init's (subreaper)" {
@@ -297,7 +300,7 @@ INT" ]
 	echo "stopped in $took tenths of a second"
 	((took >= 9 && took <= 25))
 	run ! kill -0 "$svc"
-	grep -q "grace period over, killing 2 leftover processes" "$T/err"
+	grep -Eq "grace period over, killing [0-9]+ leftover process" "$T/err"
 }
 
 @test "a main program ignoring TERM is killed after --grace (PID 1): 137" {
