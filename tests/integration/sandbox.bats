@@ -118,9 +118,8 @@ l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(); c = socket.create_con
 }
 
 @test "sandbox: LD_PRELOAD and MALLOC_CONF are the same in init, a service and an exec, and jemalloc is loaded" {
-	env_of() { tr "\0" "\n" <"/proc/$1/environ" | grep -E "^(LD_PRELOAD|MALLOC_CONF)=" | sort; }
 	init_env=$(in_s1 'tr "\0" "\n" </proc/1/environ | grep -E "^(LD_PRELOAD|MALLOC_CONF)=" | sort')
-	svc_env=$(in_s1 'for p in /proc/[0-9]*; do grep -q "sleep.100000" $p/cmdline 2>/dev/null && tr "\0" "\n" <$p/environ; done | grep -E "^(LD_PRELOAD|MALLOC_CONF)=" | sort')
+	svc_env=$(in_s1 'for p in /proc/[0-9]*; do [ "$(tr "\0" " " <$p/cmdline 2>/dev/null)" = "sleep 100000 " ] && tr "\0" "\n" <$p/environ; done | grep -E "^(LD_PRELOAD|MALLOC_CONF)=" | sort')
 	exec_env=$(in_s1 'env | grep -E "^(LD_PRELOAD|MALLOC_CONF)=" | sort')
 	[ "$init_env" = "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
 MALLOC_CONF=narenas:1,background_thread:true,lg_tcache_max:10,dirty_decay_ms:5000,muzzy_decay_ms:5000" ]
@@ -188,6 +187,12 @@ MALLOC_CONF=narenas:1,background_thread:true,lg_tcache_max:10,dirty_decay_ms:500
 	# Forking past the pid limit fails inside; the sandbox stays usable.
 	run sb exec s2 -- sh -c 'for i in $(seq 64); do sleep 30 & done 2>&1 | grep -c "fork\|Resource" ; kill $(jobs -p) 2>/dev/null; true'
 	[ "$output" -ge 1 ]
+	# Allocating past the memory limit fails inside; the sandbox lives on.
+	run sb exec s2 -- python3 -c 's = b"x" * (256 << 20); print("allocated")'
+	[ "$status" -ne 0 ]
+	[[ "$output" != *allocated* ]]
+	run sb exec s2 -- true
+	[ "$status" -eq 0 ]
 	# Neither sandbox sees the other's data.
 	run sb exec s2 -- sh -c 'ls /mnt/data; cat /mnt/data/survivor 2>&1'
 	[[ "$output" != *kept* ]]
