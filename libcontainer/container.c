@@ -348,8 +348,11 @@ int brig_container_create(const struct brig_create_options *o, pid_t *init_pid, 
         cleanup_close int dir_fd = brig_state_dir_create(root_fd, o->id, err);
         if (dir_fd < 0) {
             r = -1;
-        } else if (create_in_dir(o, spec, config_path, config_text, config_len, dir_fd, init_pid, err) < 0) {
+        } else if (brig_container_profile_setup(o, spec, dir_fd, err) < 0
+                   || create_in_dir(o, spec, config_path, config_text, config_len, dir_fd, init_pid, err) < 0) {
             brig_error_t ignored = NULL;
+            brig_container_profile_teardown(dir_fd, &ignored);
+            brig_error_release(&ignored);
             brig_state_dir_remove(root_fd, o->id, &ignored);
             brig_error_release(&ignored);
             r = -1;
@@ -373,7 +376,15 @@ int brig_container_load_spec(int dir_fd, struct brig_spec **spec, brig_error_t *
         }
         return -1;
     }
-    return brig_spec_parse(json, len, "saved config.json", spec, err);
+    if (brig_spec_parse(json, len, "saved config.json", spec, err) < 0)
+        return -1;
+    /* A sandboxed container: exec gets the profile's process defaults. */
+    if (brig_container_profile_reapply(dir_fd, *spec, err) < 0) {
+        brig_spec_free(*spec);
+        *spec = NULL;
+        return -1;
+    }
+    return 0;
 }
 
 static int run_post_hooks(int dir_fd, const struct brig_state *st, enum brig_status status,
@@ -595,6 +606,8 @@ int brig_container_delete(const char *root, const char *id, bool force, brig_err
         brig_error_wrap(warning, "container `%s`", id);
     if (r == 0 && *st->cgroup_path)
         r = brig_cgroup_destroy(st->cgroup_path, err);
+    if (r == 0)
+        r = brig_container_profile_teardown(dir_fd, err);
     if (r == 0)
         r = brig_state_dir_remove(root_fd, id, err);
     brig_state_free(st);

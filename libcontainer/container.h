@@ -9,6 +9,8 @@
 #include "error.h"
 #include "state.h"
 
+struct brig_profile_settings;
+
 struct brig_create_options {
     const char *root;            /* state root, e.g. /run/brig */
     const char *id;
@@ -22,6 +24,8 @@ struct brig_create_options {
     bool no_cgroup;              /* --cgroup-manager=disabled: the caller manages cgroups */
     const char *console_socket;  /* receives the pty master with process.terminal */
     int *pty_master;             /* or: the caller takes the master (run relays it) */
+    const char *profile;         /* "sandbox", or NULL (the annotation may still ask) */
+    const struct brig_profile_settings *profile_settings; /* the profile with these */
 };
 
 int brig_container_create(const struct brig_create_options *opts, pid_t *init_pid,
@@ -69,6 +73,16 @@ int brig_container_exec(const struct brig_exec_options *opts, pid_t *pid, brig_e
 /* The spec the container was created from (kept in its state dir); *spec
  * is NULL when there is none (a container made by an older brig). */
 int brig_container_load_spec(int dir_fd, struct brig_spec **spec, brig_error_t *err);
+
+/* The sandbox profile across a container's life (container_profile.c):
+ * at create (settings kept in the state dir, data image mounted, spec
+ * rewritten), whenever the spec is read back, and at delete (data
+ * unmounted). No-ops for a container without the profile. */
+struct brig_spec;
+int brig_container_profile_setup(const struct brig_create_options *o, struct brig_spec *spec,
+                                 int dir_fd, brig_error_t *err);
+int brig_container_profile_reapply(int dir_fd, struct brig_spec *spec, brig_error_t *err);
+int brig_container_profile_teardown(int dir_fd, brig_error_t *err);
 
 /* Operations on a live container's cgroup (container_cgroup.c). */
 int brig_container_pause(const char *root, const char *id, brig_error_t *err);

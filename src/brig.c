@@ -33,6 +33,7 @@ static const struct command commands[] = {
     { "ps", brig_cmd_ps, "list the processes of a container" },
     { "update", brig_cmd_update, "change the resource limits of a running container" },
     { "events", brig_cmd_events, "print resource statistics and OOM events of a container" },
+    { "sandbox", brig_cmd_sandbox, "create, use and remove sandboxes (brig-sandbox(8))" },
     { "features", brig_cmd_features, "print what this runtime supports, as OCI features JSON" },
 };
 

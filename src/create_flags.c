@@ -18,6 +18,7 @@ static const struct option create_flag_options[] = {
     { "keep", no_argument, NULL, CREATE_OPT_KEEP },
     { "no-subreaper", no_argument, NULL, CREATE_OPT_NO_SUBREAPER },
     { "tty", no_argument, NULL, 't' },
+    { "profile", required_argument, NULL, CREATE_OPT_PROFILE },
     { "help", no_argument, NULL, 'h' },
     { 0 },
 };
@@ -53,6 +54,9 @@ static int create_flag_apply(int c, struct brig_create_options *o, struct create
         return 0;
     case 't':
         o->terminal = true;
+        return 0;
+    case CREATE_OPT_PROFILE:
+        o->profile = optarg;
         return 0;
     default:
         return -1;

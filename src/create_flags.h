@@ -13,7 +13,8 @@
     "      --console-socket S   unix socket that receives the terminal's master fd\n"  \
     "      --no-pivot           MS_MOVE + chroot instead of pivot_root (ramdisks)\n"   \
     "      --no-new-keyring     keep the caller's session keyring\n"                   \
-    "      --preserve-fds N     pass N extra fds (from 3) to the process\n"
+    "      --preserve-fds N     pass N extra fds (from 3) to the process\n"              \
+    "      --profile sandbox    apply the sandbox profile (see brig-sandbox(8))\n"
 
 /* Flags of run only, parsed by the same loop. */
 struct create_flags {
@@ -33,6 +34,7 @@ enum {
     CREATE_OPT_KEEP,
     CREATE_OPT_NO_SUBREAPER,
     CREATE_OPT_TTY,
+    CREATE_OPT_PROFILE,
 };
 
 /* Parses create/run's flags and the id. Returns -1 to go on, else the

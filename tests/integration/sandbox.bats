@@ -1,0 +1,248 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2016 # shell programs run inside the sandbox
+# `brig sandbox` and the sandbox profile, as a user drives them and as code
+# inside a sandbox attacks it. Needs the sandbox tree (`make rootfs`, at
+# /var/lib/brig/rootfs or $BRIG_SANDBOX_ROOTFS), brig-init (next to brig or
+# $BRIG_INIT), loop devices, ext4 and a pure cgroup v2 host: `make check`
+# runs this file in the test VM. Each command costs seconds there, so one
+# sandbox (s1, with two services) serves most tests.
+
+load helpers
+
+ROOTFS_TREE=${BRIG_SANDBOX_ROOTFS:-/var/lib/brig/rootfs}
+
+setup_file() {
+	[ -d "$ROOTFS_TREE/usr/bin" ] || return 0
+	export SB_ROOT=$BATS_FILE_TMPDIR/state
+	export BRIG_SANDBOX_DIR=$BATS_FILE_TMPDIR/sandboxes
+	export SB_HOST=$BATS_FILE_TMPDIR/host
+	mkdir -p "$SB_HOST"
+	if [ -z "${BRIG_INIT:-}" ]; then
+		export BRIG_INIT
+		BRIG_INIT=$(dirname "$BRIG")/brig-init
+	fi
+	cat >"$SB_HOST/services.conf" <<-'EOF'
+		[program:idle]
+		command = sleep 100000
+		[program:crasher]
+		command = sh -c 'echo run >>/tmp/crasher.log; sleep 0.5; exit 3'
+		autorestart = true
+		startsecs = 0
+		startretries = 1000
+	EOF
+	timeout 120 "$BRIG" --root "$SB_ROOT" sandbox create --rootfs "$ROOTFS_TREE" \
+		--services "$SB_HOST/services.conf" s1 >"$SB_HOST/create.out" 2>&1 || true
+}
+
+teardown_file() {
+	[ -n "${SB_ROOT:-}" ] || return 0
+	for id in s1 s2; do
+		"$BRIG" --root "$SB_ROOT" sandbox rm "$id" >/dev/null 2>&1 || true
+	done
+}
+
+setup() {
+	[ -d "$ROOTFS_TREE/usr/bin" ] || fail "no sandbox tree at $ROOTFS_TREE: run \`make rootfs\`"
+	[ -x "$BRIG_INIT" ] || fail "no brig-init at $BRIG_INIT: build it or set BRIG_INIT"
+	"$BRIG" --root "$SB_ROOT" state s1 >/dev/null 2>&1 || fail "sandbox s1 did not start: $(cat "$SB_HOST/create.out")"
+}
+
+teardown() {
+	:
+}
+
+sb() {
+	timeout -k 5 "$BRIG_TEST_TIMEOUT" "$BRIG" --root "$SB_ROOT" sandbox "$@"
+}
+
+# in_s1 SHELL_PROGRAM: runs it in s1 as the sandbox user.
+in_s1() {
+	sb exec s1 -- sh -c "$1"
+}
+
+@test "sandbox exec: python3 runs as the non-root user in /mnt/data" {
+	run sb exec s1 -- python3 -c 'import os; print(2+2, os.getuid(), os.getgid(), os.getcwd())'
+	[ "$status" -eq 0 ]
+	[ "$output" = "4 1000 1000 /mnt/data" ]
+	run sb ls
+	[ "$status" -eq 0 ]
+	echo "$output" | grep -Eq '^s1 +running +[0-9]+[smhd] +[0-9.]+[BKM]/[0-9.]+G$'
+}
+
+@test "sandbox: the root is read-only, /mnt/data /tmp and home are writable" {
+	run in_s1 'touch /usr/x'
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"Read-only file system"* ]]
+	run in_s1 'echo a >/mnt/data/w && echo b >/tmp/w && echo c >$HOME/w && cat /mnt/data/w /tmp/w $HOME/w'
+	[ "$status" -eq 0 ]
+	[ "$(squeeze "$output")" = "a b c" ]
+	[ ! -e "$ROOTFS_TREE/usr/x" ]
+}
+
+@test "sandbox: no capabilities, no_new_privs, seccomp, masked /proc" {
+	run in_s1 'grep -E "^(CapEff|CapPrm|CapBnd|NoNewPrivs|Seccomp):" /proc/self/status; wc -c </proc/kcore'
+	[ "$(squeeze "$output")" = "CapPrm: 0000000000000000 CapEff: 0000000000000000 CapBnd: 0000000000000000 NoNewPrivs: 1 Seccomp: 2 0" ]
+}
+
+@test "sandbox: loopback only, and connecting out fails" {
+	run in_s1 'tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "'
+	[ "$output" = "lo" ]
+	run sb exec s1 -- python3 -c '
+import socket
+s = socket.socket(); s.settimeout(3)
+try:
+    s.connect(("192.0.2.1", 80)); print("connected")
+except OSError as e:
+    print("refused", e.errno)
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(); c = socket.create_connection(l.getsockname()); print("lo ok")'
+	[ "$status" -eq 0 ]
+	[[ "$output" == "refused "* ]]
+	[[ "$output" == *"lo ok" ]]
+}
+
+@test "sandbox: brig-init is PID 1 with its services; a crashed service restarts; a zombie is reaped" {
+	run in_s1 'for p in /proc/[0-9]*; do printf "%s %s\n" "${p#/proc/}" "$(tr "\0" " " <$p/cmdline)"; done'
+	echo "$output" | grep -q '^1 /usr/sbin/brig-init $'
+	echo "$output" | grep -q ' sleep 100000 $'
+	# The crasher exits every half second and is started again.
+	for _ in $(seq 30); do
+		[ "$(in_s1 'cat /tmp/crasher.log | wc -l')" -ge 3 ] && break
+		sleep 1
+	done
+	[ "$(in_s1 'cat /tmp/crasher.log | wc -l')" -ge 3 ]
+	# An orphan (its parent exits at once) is adopted by PID 1 and reaped.
+	in_s1 '(sleep 1 &) ; true'
+	sleep 3
+	run in_s1 'cat /proc/[0-9]*/stat 2>/dev/null | cut -d" " -f3 | grep -c Z || true'
+	[ "$output" = 0 ]
+}
+
+@test "sandbox: LD_PRELOAD and MALLOC_CONF are the same in init, a service and an exec, and jemalloc is loaded" {
+	init_env=$(in_s1 'tr "\0" "\n" </proc/1/environ | grep -E "^(LD_PRELOAD|MALLOC_CONF)=" | sort')
+	svc_env=$(in_s1 'for p in /proc/[0-9]*; do [ "$(tr "\0" " " <$p/cmdline 2>/dev/null)" = "sleep 100000 " ] && tr "\0" "\n" <$p/environ; done | grep -E "^(LD_PRELOAD|MALLOC_CONF)=" | sort')
+	exec_env=$(in_s1 'env | grep -E "^(LD_PRELOAD|MALLOC_CONF)=" | sort')
+	[ "$init_env" = "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
+MALLOC_CONF=narenas:1,background_thread:true,lg_tcache_max:10,dirty_decay_ms:5000,muzzy_decay_ms:5000" ]
+	[ "$svc_env" = "$init_env" ]
+	[ "$exec_env" = "$init_env" ]
+	run sb exec s1 -- python3 -c 'print(sum("libjemalloc" in l for l in open("/proc/self/maps")) > 0)'
+	[ "$output" = True ]
+}
+
+@test "sandbox exec --timeout kills the whole process group and exits 124" {
+	run sb exec --timeout 3s s1 -- sh -c 'sleep 1001 & sleep 1002'
+	[ "$status" -eq 124 ]
+	sleep 1
+	run in_s1 'cat /proc/[0-9]*/cmdline 2>/dev/null | tr "\0" " " | grep -c "sleep 100[12]" || true'
+	[ "$output" = 0 ]
+}
+
+@test "sandbox: /mnt/data survives a killed process and a restarted init" {
+	run in_s1 'echo kept >/mnt/data/survivor; kill -9 $$'
+	[ "$status" -eq 137 ]
+	"$BRIG" --root "$SB_ROOT" kill s1 KILL
+	for _ in $(seq 50); do
+		[ "$("$BRIG" --root "$SB_ROOT" state s1 | jq -r .status)" = stopped ] && break
+		sleep 0.2
+	done
+	run sb create s1
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"sandbox \`s1\` exists (stopped)"* ]]
+	"$BRIG" --root "$SB_ROOT" delete s1
+	sb create --rootfs "$ROOTFS_TREE" --services "$SB_HOST/services.conf" s1
+	run sb exec s1 -- cat /mnt/data/survivor
+	[ "$output" = kept ]
+}
+
+@test "sandbox cp: in and out of /mnt/data, never out of it through a symlink" {
+	printf 'a,b\n1,2\n' >"$SB_HOST/data.csv"
+	sb cp "$SB_HOST/data.csv" s1:/mnt/data/
+	run sb exec s1 -- sh -c 'stat -c "%u %s" data.csv && python3 -c "print(open(\"data.csv\").read().count(\",\"))"'
+	[ "$(squeeze "$output")" = "1000 8 2" ]
+	in_s1 'echo result >out.txt; ln -sf /etc/shadow shadow; ln -sf ../../../../etc root'
+	sb cp s1:out.txt "$SB_HOST/"
+	[ "$(cat "$SB_HOST/out.txt")" = result ]
+	run sb cp s1:shadow "$SB_HOST/stolen"
+	[ "$status" -ne 0 ]
+	[ ! -e "$SB_HOST/stolen" ]
+	# In-root resolution: "root" points at /mnt/data's own (empty) /etc.
+	run sb cp "$SB_HOST/data.csv" s1:root/passwd
+	[ "$status" -ne 0 ]
+	run sb cp s1:/etc/passwd "$SB_HOST/x"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"only /mnt/data is reachable"* ]]
+}
+
+@test "sandbox create with overrides: quota gives ENOSPC, limits set, data private, rm leaves nothing" {
+	sb create --rootfs "$ROOTFS_TREE" --data-size 16M --memory 64M --pids 32 --cpus 0.5 s2
+	run sb exec s2 -- sh -c 'dd if=/dev/zero of=/mnt/data/fill bs=1M count=64 2>&1; echo rc=$?'
+	[[ "$output" == *"No space left on device"* ]]
+	[[ "$output" == *"rc=1" ]]
+	pid=$("$BRIG" --root "$SB_ROOT" state s2 | jq -r .pid)
+	cg=/sys/fs/cgroup$(sed -n 's/^0:://p' "/proc/$pid/cgroup")
+	[ "$cg" != /sys/fs/cgroup/ ]
+	[ "$(cat "$cg/memory.max")" = 67108864 ]
+	[ "$(cat "$cg/pids.max")" = 32 ]
+	[ "$(cat "$cg/cpu.max")" = "50000 100000" ]
+	# Forking past the pid limit fails inside; the sandbox stays usable.
+	run sb exec s2 -- sh -c 'for i in $(seq 64); do sleep 30 & done 2>&1 | grep -c "fork\|Resource" ; kill $(jobs -p) 2>/dev/null; true'
+	[ "$output" -ge 1 ]
+	# Allocating past the memory limit fails inside; the sandbox lives on.
+	run sb exec s2 -- python3 -c 's = b"x" * (256 << 20); print("allocated")'
+	[ "$status" -ne 0 ]
+	[[ "$output" != *allocated* ]]
+	run sb exec s2 -- true
+	[ "$status" -eq 0 ]
+	# Neither sandbox sees the other's data.
+	run sb exec s2 -- sh -c 'ls /mnt/data; cat /mnt/data/survivor 2>&1'
+	[[ "$output" != *kept* ]]
+	run in_s1 'ls /mnt/data/fill'
+	[ "$status" -ne 0 ]
+	sb rm s2
+	[ ! -e "$BRIG_SANDBOX_DIR/s2" ]
+	[ ! -e "$SB_ROOT/s2" ]
+	[ ! -e "$cg" ]
+	refute grep -q "$BRIG_SANDBOX_DIR/s2" /proc/self/mountinfo
+	refute sh -c "losetup -a | grep -q '$BRIG_SANDBOX_DIR/s2'"
+	run sb rm s2
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"no sandbox \`s2\`"* ]]
+}
+
+@test "brig run --profile sandbox and the annotation apply the profile to any bundle" {
+	setup_bundle
+	set_args python3 -c 'import os; open("/mnt/data/f","w").write("x"); print(2+2, os.getuid(), os.getcwd())'
+	update_config '.root.path = "rootfs"'
+	run brig run --profile sandbox "$CID"
+	[ "$status" -eq 0 ]
+	[ "$output" = "4 1000 /mnt/data" ]
+	[ ! -e "$ROOT/$CID" ]
+	refute grep -q "$ROOT/$CID" /proc/self/mountinfo
+	update_config '.annotations["run.brig.profile"] = "sandbox"'
+	set_args sh -c 'cat /proc/1/cmdline | tr "\0" " "'
+	run brig run "$CID"
+	[ "$status" -eq 0 ]
+	[[ "$output" == "/usr/sbin/brig-init -- sh -c"* ]]
+	teardown_bundle
+}
+
+@test "sandbox: bad input gives one line and leaves nothing" {
+	mkdir -p "$SB_HOST/nojemalloc/usr/bin"
+	run sb create --rootfs "$SB_HOST/nojemalloc" s3
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"has no jemalloc"* ]]
+	[ "${#lines[@]}" -eq 1 ]
+	[ ! -e "$BRIG_SANDBOX_DIR/s3" ]
+	[ ! -e "$SB_ROOT/s3" ]
+	run sb create --data-size 12Q s3
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"invalid --data-size"* ]]
+	run sb create "a/b"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"invalid id"* ]]
+	run sb exec --cap CAP_SYS_ADMIN s1 -- true
+	[ "$status" -ne 0 ]
+	run sb frobnicate
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"unknown command"* ]]
+}

@@ -1,0 +1,259 @@
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "profile.h"
+#include "spec.h"
+#include "unit.h"
+
+/* A bundle's spec with what the profile must replace or keep: root, caps,
+ * a host bind mount, a user namespace, an env that already sets PATH and
+ * LD_PRELOAD, its own masked path. */
+static const char bundle[] =
+    "{\"ociVersion\":\"1.2.0\",\"root\":{\"path\":\"rootfs\"},"
+    "\"process\":{\"cwd\":\"/\",\"args\":[\"python3\",\"-c\",\"1\"],\"user\":{\"uid\":0,\"gid\":0,"
+    "\"additionalGids\":[4]},\"env\":[\"PATH=/bin\",\"LD_PRELOAD=/evil.so\",\"TERM=xterm\"],"
+    "\"capabilities\":{\"bounding\":[\"CAP_SYS_ADMIN\"],\"effective\":[\"CAP_SYS_ADMIN\"]}},"
+    "\"mounts\":[{\"destination\":\"/proc\",\"type\":\"proc\",\"source\":\"proc\"},"
+    "{\"destination\":\"/host\",\"type\":\"bind\",\"source\":\"/\",\"options\":[\"rbind\"]},"
+    "{\"destination\":\"/tmp\",\"type\":\"tmpfs\",\"source\":\"tmpfs\",\"options\":[\"exec\"]}],"
+    "\"linux\":{\"namespaces\":[{\"type\":\"user\"},{\"type\":\"pid\"}],"
+    "\"uidMappings\":[{\"containerID\":0,\"hostID\":1000,\"size\":1}],"
+    "\"gidMappings\":[{\"containerID\":0,\"hostID\":1000,\"size\":1}],"
+    "\"maskedPaths\":[\"/proc/kcore\",\"/secret\"],"
+    "\"resources\":{\"memory\":{\"limit\":1048576000000}}}}";
+
+static const char profile_seccomp[] =
+    "{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":[{\"names\":[\"read\"],"
+    "\"action\":\"SCMP_ACT_ALLOW\"}]}";
+
+static struct brig_spec *load(const char *json)
+{
+    struct brig_spec *spec = NULL;
+    brig_error_t err = NULL;
+    if (brig_spec_parse(json, strlen(json), "test", &spec, &err) < 0) {
+        printf("# %s\n", err->msg);
+        brig_error_release(&err);
+        return NULL;
+    }
+    return spec;
+}
+
+static struct brig_seccomp *seccomp(void)
+{
+    struct brig_seccomp *s = NULL;
+    brig_error_t err = NULL;
+    if (brig_seccomp_parse(profile_seccomp, strlen(profile_seccomp), "sandbox.json", &s, &err) < 0)
+        brig_error_release(&err);
+    return s;
+}
+
+static const char *env_get(const struct brig_process *p, const char *name)
+{
+    size_t len = strlen(name);
+    const char *found = NULL;
+    int count = 0;
+    for (size_t i = 0; i < p->env.n; i++)
+        if (strncmp(p->env.v[i], name, len) == 0 && p->env.v[i][len] == '=') {
+            found = p->env.v[i] + len + 1;
+            count++;
+        }
+    return count == 1 ? found : NULL;
+}
+
+static const struct brig_mount *mount_at(const struct brig_spec *spec, const char *dest, int *count)
+{
+    const struct brig_mount *m = NULL;
+    *count = 0;
+    for (size_t i = 0; i < spec->n_mounts; i++)
+        if (strcmp(spec->mounts[i].destination, dest) == 0) {
+            m = &spec->mounts[i];
+            (*count)++;
+        }
+    return m;
+}
+
+static bool has(const struct brig_strv *s, const char *item)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->v[i], item) == 0)
+            return true;
+    return false;
+}
+
+static void settings_for_test(struct brig_profile_settings *s)
+{
+    brig_error_t err = NULL;
+    brig_profile_settings_default(s, &err);
+    s->data_dir = strdup("/var/lib/brig/sandboxes/s1");
+    s->init_path = strdup("/usr/libexec/brig/brig-init");
+}
+
+static void test_apply(void)
+{
+    struct brig_spec *spec = load(bundle);
+    CHECK(spec != NULL, "the test bundle parses");
+    if (spec == NULL)
+        return;
+    struct brig_profile_settings s;
+    settings_for_test(&s);
+    brig_error_t err = NULL;
+    CHECK(brig_profile_apply(spec, &s, seccomp(), &err) == 0, "the profile applies");
+    const struct brig_process *p = spec->process;
+    CHECK_STR(spec->root->path, BRIG_SANDBOX_ROOTFS, "root is the shared tree");
+    CHECK(spec->root->readonly, "root is read-only");
+    CHECK(p->user.uid == 1000 && p->user.gid == 1000 && p->user.n_additional_gids == 0,
+          "the process runs as 1000:1000 with no extra groups");
+    CHECK(p->no_new_privileges, "no_new_privs");
+    CHECK(p->capabilities && p->capabilities->bounding.n == 0 && p->capabilities->effective.n == 0
+              && p->capabilities->permitted.n == 0 && p->capabilities->ambient.n == 0,
+          "every capability dropped");
+    CHECK_STR(p->cwd, "/mnt/data", "cwd /mnt/data");
+    CHECK_STR(env_get(p, "LD_PRELOAD"), BRIG_SANDBOX_JEMALLOC, "LD_PRELOAD is jemalloc, once");
+    CHECK_STR(env_get(p, "MALLOC_CONF"), BRIG_SANDBOX_MALLOC_CONF, "default MALLOC_CONF");
+    CHECK_STR(env_get(p, "PATH"), "/bin", "the bundle's PATH is kept");
+    CHECK_STR(env_get(p, "TERM"), "xterm", "the bundle's other env is kept");
+    CHECK(p->args.n == 5, "init, --, and the three args");
+    CHECK_STR(p->args.v[0], BRIG_SANDBOX_INIT, "brig-init is PID 1");
+    CHECK_STR(p->args.v[1], "--", "then --");
+    CHECK_STR(p->args.v[2], "python3", "then the command");
+    CHECK(p->args.v[5] == NULL, "args stay NULL-terminated");
+
+    int n;
+    CHECK(mount_at(spec, "/proc", &n) && n == 1, "the bundle's /proc stays");
+    CHECK(mount_at(spec, "/host", &n) == NULL, "the bundle's host bind mount goes");
+    const struct brig_mount *m = mount_at(spec, "/tmp", &n);
+    CHECK(m && n == 1 && !has(&m->options, "exec") && has(&m->options, "nosuid"),
+          "one /tmp, the profile's");
+    m = mount_at(spec, "/mnt/data", &n);
+    CHECK(m && n == 1 && strcmp(m->source, "/var/lib/brig/sandboxes/s1/data") == 0
+              && has(&m->options, "rw"),
+          "/mnt/data binds the mounted data image");
+    m = mount_at(spec, BRIG_SANDBOX_INIT, &n);
+    CHECK(m && strcmp(m->source, "/usr/libexec/brig/brig-init") == 0 && has(&m->options, "ro"),
+          "brig-init is bound read-only");
+    CHECK(mount_at(spec, "/run", &n) && mount_at(spec, BRIG_SANDBOX_HOME, &n), "tmpfs /run and home");
+    CHECK(mount_at(spec, BRIG_SANDBOX_INIT_CONF, &n) == NULL, "no services file: the tree's config");
+
+    const struct brig_linux *l = spec->linux_;
+    CHECK(brig_spec_namespace(spec, BRIG_NS_USER) == NULL && l->n_uid_mappings == 0,
+          "no user namespace: the ids are the host's");
+    const struct brig_namespace *net = brig_spec_namespace(spec, BRIG_NS_NETWORK);
+    CHECK(net && net->path == NULL, "a new network namespace (loopback only)");
+    CHECK(brig_spec_namespace(spec, BRIG_NS_PID) && brig_spec_namespace(spec, BRIG_NS_MOUNT),
+          "pid and mount namespaces");
+    CHECK(l->resources->memory->has_limit && l->resources->memory->limit == BRIG_SANDBOX_MEMORY,
+          "memory limit 4 GiB replaces the bundle's");
+    CHECK(l->resources->has_pids_limit && l->resources->pids_limit == 1024, "pids 1024");
+    CHECK(l->resources->cpu->has_quota && l->resources->cpu->quota == 200000
+              && l->resources->cpu->period == 100000,
+          "two CPUs of quota");
+    CHECK(has(&l->masked_paths, "/proc/keys") && has(&l->masked_paths, "/secret"),
+          "the usual masked paths, and the bundle's");
+    CHECK(has(&l->readonly_paths, "/proc/sys"), "the usual read-only paths");
+    CHECK(l->seccomp && strcmp(l->seccomp->default_action, "SCMP_ACT_ERRNO") == 0,
+          "the sandbox seccomp profile");
+    brig_profile_settings_clear(&s);
+    brig_spec_free(spec);
+}
+
+static void test_overrides(void)
+{
+    struct brig_spec *spec = load(bundle);
+    struct brig_profile_settings s;
+    settings_for_test(&s);
+    s.detached_init = 1;
+    s.memory = 512 << 20;
+    s.pids = 256;
+    s.cpus_milli = 500;
+    s.netns = strdup("/run/netns/blue");
+    s.init_config = strdup("/etc/services.conf");
+    free(s.malloc_conf);
+    s.malloc_conf = strdup("narenas:2");
+    brig_error_t err = NULL;
+    CHECK(spec && brig_profile_apply(spec, &s, seccomp(), &err) == 0, "overrides apply");
+    if (spec == NULL)
+        return;
+    CHECK(spec->process->args.n == 1, "a detached init gets no command");
+    CHECK_STR(env_get(spec->process, "MALLOC_CONF"), "narenas:2", "MALLOC_CONF override");
+    const struct brig_namespace *net = brig_spec_namespace(spec, BRIG_NS_NETWORK);
+    CHECK(net && net->path && strcmp(net->path, "/run/netns/blue") == 0, "a given network namespace");
+    struct brig_resources *r = spec->linux_->resources;
+    CHECK(r->memory->limit == 512 << 20 && r->pids_limit == 256 && r->cpu->quota == 50000,
+          "memory, pids and cpus overrides");
+    int n;
+    const struct brig_mount *m = mount_at(spec, BRIG_SANDBOX_INIT_CONF, &n);
+    CHECK(m && strcmp(m->source, "/etc/services.conf") == 0, "the services file is bound");
+    brig_profile_settings_clear(&s);
+    brig_spec_free(spec);
+}
+
+static void test_settings_round_trip(void)
+{
+    struct brig_profile_settings s, back = { 0 };
+    settings_for_test(&s);
+    s.netns = strdup("/proc/1/ns/net");
+    s.data_size = 64 << 20;
+    s.detached_init = 1;
+    char *text = NULL;
+    brig_error_t err = NULL;
+    CHECK(brig_profile_settings_format(&s, &text, &err) == 0, "settings format");
+    CHECK(text && brig_profile_settings_parse(text, &back, &err) == 0, "settings parse back");
+    CHECK_STR(back.rootfs, s.rootfs, "rootfs round-trips");
+    CHECK_STR(back.netns, "/proc/1/ns/net", "netns round-trips");
+    CHECK(back.data_size == 64 << 20 && back.detached_init == 1 && back.pids == 1024,
+          "numbers round-trip");
+    CHECK(brig_profile_settings_parse("bogus=1\n", &back, &err) < 0 && err
+              && strstr(err->msg, "bogus"),
+          "an unknown setting is an error naming it");
+    brig_error_release(&err);
+    CHECK(brig_profile_settings_parse("memory=lots\n", &back, &err) < 0, "a bad number is an error");
+    brig_error_release(&err);
+    free(text);
+    brig_profile_settings_clear(&s);
+    brig_profile_settings_clear(&back);
+}
+
+static void test_parsers(void)
+{
+    int64_t v = 0;
+    CHECK(brig_profile_parse_size("64M", &v) == 0 && v == 64 << 20, "64M");
+    CHECK(brig_profile_parse_size("8G", &v) == 0 && v == INT64_C(8) << 30, "8G");
+    CHECK(brig_profile_parse_size("2GiB", &v) == 0 && v == INT64_C(2) << 30, "2GiB");
+    CHECK(brig_profile_parse_size("4096", &v) == 0 && v == 4096, "plain bytes");
+    CHECK(brig_profile_parse_size("-1G", &v) < 0 && brig_profile_parse_size("1X", &v) < 0
+              && brig_profile_parse_size("", &v) < 0 && brig_profile_parse_size("0", &v) < 0
+              && brig_profile_parse_size("99999999999T", &v) < 0,
+          "bad sizes are refused");
+    CHECK(brig_profile_parse_cpus("1.5", &v) == 0 && v == 1500, "1.5 CPUs");
+    CHECK(brig_profile_parse_cpus("0", &v) < 0 && brig_profile_parse_cpus("x", &v) < 0,
+          "bad CPU counts are refused");
+}
+
+static void test_requested(void)
+{
+    brig_error_t err = NULL;
+    struct brig_spec *plain = load(bundle);
+    CHECK(plain && brig_profile_requested(plain, &err) == 0, "no annotation: no profile");
+    brig_spec_free(plain);
+    struct brig_spec *a = load("{\"ociVersion\":\"1.2.0\",\"root\":{\"path\":\"r\"},"
+                               "\"annotations\":{\"run.brig.profile\":\"sandbox\"}}");
+    CHECK(a && brig_profile_requested(a, &err) == 1, "the annotation asks for it");
+    brig_spec_free(a);
+    struct brig_spec *b = load("{\"ociVersion\":\"1.2.0\",\"root\":{\"path\":\"r\"},"
+                               "\"annotations\":{\"run.brig.profile\":\"strict\"}}");
+    CHECK(b && brig_profile_requested(b, &err) < 0 && err && strstr(err->msg, "strict"),
+          "an unknown profile name is an error");
+    brig_error_release(&err);
+    brig_spec_free(b);
+}
+
+int main(void)
+{
+    test_apply();
+    test_overrides();
+    test_settings_round_trip();
+    test_parsers();
+    test_requested();
+    return unit_done();
+}
