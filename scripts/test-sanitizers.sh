@@ -56,9 +56,10 @@ export ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS BRIG_CHECK_HOST_ONLY
 status=0
 make check >"$dir/check.log" 2>&1 || status=$?
 
-count=$(find . -name '*.log' ! -name test-suite.log ! -path './config.log' -exec \
-	grep -hE '^[0-9]+ passed, [0-9]+ failed' {} + |
-	awk '{ p += $1; f += $3; s += $5 } END { printf "%d passed, %d failed, %d skipped", p, f, s }')
+# Each test program's log ends with its count; add up the last lines.
+count=$(find tests -name '*.log' ! -name test-suite.log | while read -r l; do
+	grep -E '^[0-9]+ passed, [0-9]+ failed' "$l" | tail -n 1
+done | awk '{ p += $1; f += $3; s += $5 } END { printf "%d passed, %d failed, %d skipped", p, f, s }')
 n_reports=$(find "$reports" -type f | wc -l)
 if [ "$n_reports" -gt 0 ]; then
 	for r in "$reports"/*; do
