@@ -94,7 +94,10 @@ static int run_runtime_hooks(void *opaque, pid_t init_pid, char **state_json, br
 {
     struct create_ctx *ctx = opaque;
     ctx->state->pid = init_pid;
-    if (brig_state_to_json(ctx->state, BRIG_STATUS_CREATING, false, state_json, err) < 0)
+    /* The environment is set up (lifecycle step 2) when these hooks run, so
+     * their state says `created`, as the runtime-spec's status list has it
+     * and crun does (runc says `creating`). createContainer gets the same. */
+    if (brig_state_to_json(ctx->state, BRIG_STATUS_CREATED, false, state_json, err) < 0)
         return -1;
     if (brig_hooks_run(&ctx->spec->hooks.prestart, "prestart", *state_json, err) < 0)
         return -1;

@@ -341,6 +341,36 @@ static int json_syntax_error(struct brig_json_ctx *c, char *msg)
     return brig_json_error(c, "invalid JSON: %s near `%s`", lines[0], lines[1]);
 }
 
+/* yajl builds and frees its tree recursively, one stack frame a level: a
+ * config of a few hundred kilobytes of `[` overflows the stack. No OCI
+ * document nests more than a handful of levels, so anything deeper than
+ * this is refused before yajl sees it. */
+#define MAX_JSON_DEPTH 64
+
+/* The byte offset where nesting first goes past MAX_JSON_DEPTH, or -1. */
+static ssize_t too_deep_at(const char *json, size_t len)
+{
+    size_t depth = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < len; i++) {
+        char ch = json[i];
+        if (in_string) {
+            if (ch == '\\')
+                i++;
+            else if (ch == '"')
+                in_string = false;
+        } else if (ch == '"') {
+            in_string = true;
+        } else if (ch == '[' || ch == '{') {
+            if (++depth > MAX_JSON_DEPTH)
+                return (ssize_t) i;
+        } else if ((ch == ']' || ch == '}') && depth > 0) {
+            depth--;
+        }
+    }
+    return -1;
+}
+
 static int parse_tree(struct brig_json_ctx *c, const char *json, size_t len, yajl_val *out)
 {
     if (json == NULL) {
@@ -350,6 +380,10 @@ static int parse_tree(struct brig_json_ctx *c, const char *json, size_t len, yaj
     /* yajl wants a C string: a NUL inside would silently end the document. */
     if (memchr(json, '\0', len) != NULL)
         return brig_json_error(c, "invalid JSON: NUL byte in input");
+    ssize_t deep = too_deep_at(json, len);
+    if (deep >= 0)
+        return brig_json_error(c, "invalid JSON: nested more than %d levels deep at byte %zd",
+                               MAX_JSON_DEPTH, deep);
     cleanup_free char *text = malloc(len + 1);
     if (text == NULL)
         return brig_json_oom(c);

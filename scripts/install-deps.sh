@@ -9,6 +9,7 @@ PACKAGES="
 	bats busybox-static jq iproute2 procps coreutils util-linux mount
 	python3 podman
 	debootstrap squashfs-tools e2fsprogs
+	clang libclang-rt-14-dev crun
 	golang-go xz-utils golang-github-google-uuid-dev golang-github-hashicorp-go-multierror-dev
 	golang-github-mrunalp-fileutils-dev golang-github-opencontainers-runtime-spec-dev
 	golang-github-opencontainers-selinux-dev golang-github-sirupsen-logrus-dev

@@ -25,6 +25,17 @@ expect_create_failure() {
 	expect_create_failure brig:config.json
 }
 
+@test "config.json nested deep enough to overflow a recursive parser" {
+	# 300000 levels used to crash brig (stack overflow in the JSON library).
+	{
+		printf '{"ociVersion": "1.0.2", "process": '
+		head -c 300000 /dev/zero | tr '\0' '['
+		head -c 300000 /dev/zero | tr '\0' ']'
+		printf '}'
+	} >"$BUNDLE/config.json"
+	expect_create_failure brig:config.json "brig:nested more than 64 levels"
+}
+
 @test "no config.json in the bundle" {
 	rm "$BUNDLE/config.json"
 	expect_create_failure config.json

@@ -122,9 +122,16 @@ position() {
 		[ "$(jq -r .id <<<"$state")" = "$CID" ] || fail "$kind: id"
 		[ "$(jq -r .bundle <<<"$state")" = "$BUNDLE" ] || fail "$kind: bundle"
 		[[ "$(jq -r .ociVersion <<<"$state")" =~ ^1\. ]] || fail "$kind: ociVersion"
-		[[ "$(jq -r .status <<<"$state")" =~ ^(creating|created|running|stopped)$ ]] ||
+		[[ "$(jq -r .status <<<"$state")" =~ ^(created|running|stopped)$ ]] ||
 			fail "$kind: status $(jq -r .status <<<"$state")"
 	done
+	# The create-time hooks run once the environment is set up: `created`,
+	# as the runtime-spec's status list says (runtime-tools' hooks_stdin).
+	for kind in prestart createRuntime createContainer; do
+		[ "$(jq -r .status <<<"$(recorded_state "$kind")")" = created ] || fail "$kind: status"
+	done
+	[ "$(jq -r .status <<<"$(recorded_state poststart)")" = running ] || fail "poststart: status"
+	[ "$(jq -r .status <<<"$(recorded_state poststop)")" = stopped ] || fail "poststop: status"
 	for kind in prestart createRuntime poststart; do
 		[ "$(jq -r .pid <<<"$(recorded_state "$kind")")" = "$pid" ] || fail "$kind: pid"
 	done

@@ -537,6 +537,37 @@ static void test_malformed(void)
     r = brig_spec_parse(buf, strlen("{" MINIMAL "}"), "x.json", &s, &err);
     CHECK(r == 0 && s != NULL, "parse honours len");
     brig_spec_free(s);
+    /* Found by tests/fuzz/fuzz_spec: deep nesting overflowed the stack in
+     * yajl_tree_free(). Refused up front, for every parser. */
+    size_t n = 200000;
+    char *deep = malloc(2 * n + 32);
+    if (deep) {
+        int k = sprintf(deep, "{\"process\": ");
+        memset(deep + k, '[', n);
+        memset(deep + k + n, ']', n);
+        strcpy(deep + k + 2 * n, "}");
+        r = brig_spec_parse(deep, strlen(deep), "config.json", &s, &err);
+        CHECK(r < 0 && s == NULL && err && strstr(err->msg, "config.json: invalid JSON: nested more"
+                                                            " than 64 levels deep at byte 75"),
+              "deep nesting refused");
+        brig_error_release(&err);
+        struct brig_process *p = NULL;
+        r = brig_process_parse(deep, strlen(deep), "process.json", &p, &err);
+        CHECK(r < 0 && p == NULL && err && strstr(err->msg, "nested more than 64"),
+              "deep nesting refused in a process");
+        brig_error_release(&err);
+        free(deep);
+    }
+    /* Brackets inside strings are not nesting. */
+    char many[300];
+    memset(many, '[', sizeof many - 1);
+    many[sizeof many - 1] = '\0';
+    char *doc = NULL;
+    if (asprintf(&doc, "{" MINIMAL ", \"hostname\": \"%s\\\"%s\"}", many, many) > 0) {
+        s = parse_ok(doc, "brackets in strings");
+        brig_spec_free(s);
+        free(doc);
+    }
 }
 
 static void test_forward_compat(void)

@@ -1,0 +1,32 @@
+#define _GNU_SOURCE
+/* libFuzzer target: config.json parsing and validation (brig_spec_parse).
+ * When the config carries linux.seccomp, the profile is compiled too, as
+ * `create` would, without loading it. */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "seccomp.h"
+#include "spec.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct brig_spec *spec = NULL;
+    brig_error_t err = NULL;
+
+    if (brig_spec_parse((const char *)data, size, "config.json", &spec, &err) < 0) {
+        brig_error_release(&err);
+        return 0;
+    }
+    if (spec->linux_ && spec->linux_->seccomp) {
+        struct brig_seccomp_filter *f = NULL;
+
+        if (brig_seccomp_compile(spec->linux_->seccomp, &f, &err) < 0)
+            brig_error_release(&err);
+        brig_seccomp_free(f);
+    }
+    brig_spec_free(spec);
+    return 0;
+}
