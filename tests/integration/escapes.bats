@@ -18,6 +18,11 @@ setup() {
 	echo original >"$HOST_TARGET/file"
 }
 
+teardown() {
+	[ -z "${RECVTTY_PID:-}" ] || kill "$RECVTTY_PID" 2>/dev/null || true
+	teardown_bundle
+}
+
 # assert_host_target_untouched: the host directory holds its one file,
 # unchanged, and nothing is mounted on it.
 assert_host_target_untouched() {
@@ -316,7 +321,8 @@ start_attacker() {
 	ln -s /proc/sysrq-trigger "$ROOTFS/dev/ptmx"
 	local before sock=$BATS_TEST_TMPDIR/tty.sock
 	before=$(cat /proc/sys/kernel/core_pattern)
-	"$RECVTTY" "$sock" >"$BATS_TEST_TMPDIR/tty.out" 2>/dev/null &
+	"$RECVTTY" "$sock" >"$BATS_TEST_TMPDIR/tty.out" 2>/dev/null 3>&- &
+	RECVTTY_PID=$!
 	for _ in $(seq 50); do
 		[ -S "$sock" ] && break
 		sleep 0.1
@@ -327,6 +333,8 @@ start_attacker() {
 	assert_one_line_error /dev/ptmx
 	assert_no_leftovers "$CID"
 	[ "$(cat /proc/sys/kernel/core_pattern)" = "$before" ]
+	# Nothing ever connected to it.
+	[ ! -s "$BATS_TEST_TMPDIR/tty.out" ]
 }
 
 @test "CVE-2025-52881: /proc of the image swapped for a symlink can't redirect the runtime's /proc writes" {
