@@ -136,6 +136,11 @@ static __attribute__((noreturn)) void exec_child(const struct exec_ctx *x,
      * a process frozen before exec (--ignore-paused) would hold it for
      * ever and block `resume`. */
     close(x->lock_fd);
+    /* Only what the process needs crosses into the container. */
+    int keep[1 + BRIG_NS_COUNT] = { sync_fd };
+    for (int t = 0; t < BRIG_NS_COUNT; t++)
+        keep[1 + t] = join->fd[t];
+    brig_process_close_fds_except(3 + x->o->preserve_fds, keep, sizeof keep / sizeof keep[0]);
     if (brig_ns_join_all(join, &err) == 0) {
         struct brig_ns_join closed = *join;
         brig_ns_join_close(&closed);

@@ -112,6 +112,12 @@ static __attribute__((noreturn)) void child_main(const struct brig_init_config *
     /* The state dir is flock'ed by the runtime; our inherited copy would keep
      * the lock until exec and deadlock `start`. */
     close(cfg->state_dir_fd);
+    /* Only what the init needs crosses into the container. */
+    int keep[2 + BRIG_NS_COUNT] = { sync_fd, fifo_fd };
+    for (int t = 0; t < BRIG_NS_COUNT; t++)
+        keep[2 + t] = join->fd[t];
+    brig_process_close_fds_except(3 + cfg->listen_fds + cfg->preserve_fds, keep,
+                                  sizeof keep / sizeof keep[0]);
 
     int flags = brig_process_clone_flags(cfg->spec);
     int r = 0;

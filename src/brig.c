@@ -10,6 +10,7 @@
 
 #include "brig.h"
 #include "cli.h"
+#include "selfexe.h"
 #include "state.h"
 
 struct command {
@@ -138,6 +139,12 @@ int main(int argc, char **argv)
         if (strcmp(name, commands[i].name) != 0)
             continue;
         brig_command_name = name;
+        /* These put processes into a container: they run from a sealed
+         * copy of brig, so the container can't reach the host's file. */
+        brig_error_t err = NULL;
+        if ((strcmp(name, "create") == 0 || strcmp(name, "run") == 0 || strcmp(name, "exec") == 0)
+            && brig_selfexe_reexec_sealed(argv, &err) < 0)
+            return brig_fail(&err);
         brig_log("debug", "%s", name);
         int sub_argc = argc - optind;
         char **sub_argv = argv + optind;

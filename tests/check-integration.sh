@@ -12,7 +12,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=${top_srcdir:-$(cd "$here/.." && pwd)}
 BRIG=${BRIG:-$top/brig}
 RECVTTY=${RECVTTY:-$top/tests/tools/recvtty}
-export BRIG RECVTTY top_srcdir="$top"
+SECCOMP_AGENT=${SECCOMP_AGENT:-$top/tests/tools/seccomp-agent}
+export BRIG RECVTTY SECCOMP_AGENT top_srcdir="$top"
 
 cgroup_files="cgroups.bats cgroups_limits.bats podman.bats sandbox.bats"
 

@@ -330,3 +330,15 @@ has_controller() {
 container_cgroup() {
 	jq -r '.cgroupPath' "$ROOT/$1/state.json"
 }
+
+# ------------------------------------------------------ host programs ----
+
+# use_host_usr: the host's /usr, read-only, at the container's /usr (with
+# /lib and /lib64 links into it, as on a merged-/usr host), so a test can
+# run python3 or bash in the busybox image.
+use_host_usr() {
+	ln -sfn usr/lib "$ROOTFS/lib"
+	ln -sfn usr/lib64 "$ROOTFS/lib64"
+	mkdir -p "$ROOTFS/usr"
+	add_bind_mount /usr /usr ro
+}

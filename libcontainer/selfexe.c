@@ -1,0 +1,88 @@
+#define _GNU_SOURCE
+/* CVE-2019-5736: a process that enters a container is, until its execve,
+ * the brig binary, and its /proc/PID/exe is a door to that host file. A
+ * container whose program is `#!/proc/self/exe` even makes the kernel run
+ * brig inside the container, dumpable, at the very moment of our execve;
+ * the container then opens /proc/PID/exe, waits for the last brig to exit
+ * (no more ETXTBSY) and rewrites the host's runtime through its fd. Being
+ * non-dumpable does not close that door. So the commands that put processes
+ * into a container first re-execute themselves from a memfd copy sealed
+ * against writes: what a container can reach through /proc is then that
+ * copy, which nobody can change, and the host file never. */
+#include "selfexe.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U
+#endif
+#ifndef AT_EMPTY_PATH
+#define AT_EMPTY_PATH 0x1000
+#endif
+
+extern char **environ;
+
+#define SEALS_NEEDED (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
+
+bool brig_selfexe_is_sealed(void)
+{
+    cleanup_close int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    int seals = fcntl(fd, F_GET_SEALS);
+    return seals >= 0 && (seals & SEALS_NEEDED) == SEALS_NEEDED;
+}
+
+static int memfd_for_exec(void)
+{
+    /* Kernels ≥ 6.3 want MFD_EXEC said out loud (vm.memfd_noexec); older
+     * ones refuse the unknown flag and are executable by default. */
+    int fd = (int) syscall(SYS_memfd_create, "brig", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
+    if (fd < 0 && errno == EINVAL)
+        fd = (int) syscall(SYS_memfd_create, "brig", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    return fd;
+}
+
+static int copy_self(int to, brig_error_t *err)
+{
+    cleanup_close int from = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (from < 0 || fstat(from, &st) < 0)
+        return brig_error_set(err, errno, "open `/proc/self/exe`");
+    off_t left = st.st_size;
+    while (left > 0) {
+        ssize_t n = sendfile(to, from, NULL, (size_t) left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return brig_error_set(err, n < 0 ? errno : EIO, "copy the brig executable");
+        left -= n;
+    }
+    return 0;
+}
+
+int brig_selfexe_reexec_sealed(char **argv, brig_error_t *err)
+{
+    if (brig_selfexe_is_sealed())
+        return 0;
+    cleanup_close int fd = memfd_for_exec();
+    if (fd < 0)
+        return brig_error_set(err, errno, "memfd_create for a sealed copy of brig");
+    if (copy_self(fd, err) < 0)
+        return -1;
+    if (fcntl(fd, F_ADD_SEALS, SEALS_NEEDED) < 0)
+        return brig_error_set(err, errno, "seal the copy of brig");
+    /* A close-on-exec fd is fine for an ELF binary: the kernel has it open
+     * by the time the fd table is cleaned. */
+    syscall(SYS_execveat, fd, "", argv, environ, AT_EMPTY_PATH);
+    return brig_error_set(err, errno, "execute the sealed copy of brig");
+}

@@ -1,0 +1,16 @@
+/* The runtime's own executable, kept out of the containers' reach. */
+#ifndef BRIG_SELFEXE_H
+#define BRIG_SELFEXE_H
+
+#include <stdbool.h>
+
+#include "error.h"
+
+/* True when this process runs from a sealed in-memory copy of brig. */
+bool brig_selfexe_is_sealed(void);
+
+/* Re-executes brig (argv, environ) from a sealed in-memory copy of its
+ * executable, unless it already runs from one. Returns only on failure. */
+int brig_selfexe_reexec_sealed(char **argv, brig_error_t *err);
+
+#endif

@@ -1,0 +1,483 @@
+#!/usr/bin/env bats
+# Known container escapes, each attempted from inside a container: a
+# malicious image (rootfs content the test plants) or a process started with
+# run/exec. Every test then checks that the host is untouched. The CVE named
+# in a test's title is the class of attack, as it hit other runtimes.
+
+# shellcheck disable=SC2016 # jq programs and scripts for the container
+load helpers
+
+RECVTTY=${RECVTTY:-$(dirname "$BRIG")/tests/tools/recvtty}
+
+# A host directory the attacks aim at: nothing may ever appear in it, and it
+# must never become a mount point.
+setup() {
+	setup_bundle
+	HOST_TARGET=$BATS_TEST_TMPDIR/host-target
+	mkdir -p "$HOST_TARGET"
+	echo original >"$HOST_TARGET/file"
+}
+
+teardown() {
+	[ -z "${RECVTTY_PID:-}" ] || kill "$RECVTTY_PID" 2>/dev/null || true
+	teardown_bundle
+}
+
+# assert_host_target_untouched: the host directory holds its one file,
+# unchanged, and nothing is mounted on it.
+assert_host_target_untouched() {
+	[ "$(ls -A "$HOST_TARGET")" = file ] || fail "host target changed: $(ls -A "$HOST_TARGET")"
+	[ "$(cat "$HOST_TARGET/file")" = original ] || fail "host file rewritten"
+	refute grep -qF " $HOST_TARGET " /proc/self/mountinfo
+}
+
+# use_brig_copy: runs a private copy of the binary under test, so an attack
+# that succeeded would damage only the copy, and its checksum tells.
+use_brig_copy() {
+	cp "$BRIG" "$BATS_TEST_TMPDIR/brig-under-attack"
+	BRIG=$BATS_TEST_TMPDIR/brig-under-attack
+	BRIG_SUM=$(sha256sum <"$BRIG")
+}
+
+# copy_loader_into_rootfs: the dynamic loader and libraries brig needs, so
+# that an image tricking the kernel into running brig in the container gets
+# it started (the busybox image has no libc of its own).
+copy_loader_into_rootfs() {
+	local lib
+	for lib in $(ldd "$BRIG" | grep -o '/[^ ]*'); do
+		mkdir -p "$ROOTFS$(dirname "$lib")"
+		cp -L "$lib" "$ROOTFS$lib"
+	done
+}
+
+# start_attacker NAME: installs the script on stdin as /bin/NAME in the
+# image, starts the container (a sleeping init), and runs NAME in it with
+# exec, in the background: its output goes to $BATS_TEST_TMPDIR/NAME.out,
+# its pid to $ATTACKER.
+start_attacker() {
+	rm -f "$ROOTFS/bin/$1"
+	cat >"$ROOTFS/bin/$1"
+	chmod 755 "$ROOTFS/bin/$1"
+	set_args sleep 100
+	brig_detached run -d "$CID"
+	brig exec "$CID" "/bin/$1" >"$BATS_TEST_TMPDIR/$1.out" 2>&1 3>&- &
+	ATTACKER=$!
+}
+
+# ---------------------------------------------------- CVE-2019-5736 ----
+
+@test "CVE-2019-5736: an image whose program is #!/proc/self/exe can't rewrite the runtime binary" {
+	use_brig_copy
+	copy_loader_into_rootfs
+	# The image's "shell" makes the kernel execute whatever
+	# /proc/self/exe is at the moment brig execs it: brig itself.
+	printf '#!/proc/self/exe\n' >"$ROOTFS/bin/evil"
+	chmod 755 "$ROOTFS/bin/evil"
+	# The attacker: catches any process whose executable is not the
+	# image's busybox, keeps its exe open, and tries to write through it
+	# until the last brig is gone (while brig runs: ETXTBSY).
+	start_attacker attack <<-'EOF'
+		#!/bin/sh
+		end=$(($(date +%s) + 15))
+		while [ "$(date +%s)" -lt "$end" ]; do
+			for d in /proc/[0-9]*; do
+				[ "${d#/proc/}" = $$ ] && continue
+				t=$(readlink "$d/exe" 2>/dev/null) || continue
+				case $t in */busybox) continue ;; esac
+				exec 3<"$d/exe" || continue
+				echo "opened $t"
+				i=0
+				while [ $i -lt 3000 ]; do
+					if { echo '#!/bin/sh' >&4; } 4<>/proc/self/fd/3; then
+						echo WROTE; exit 0
+					fi 2>/dev/null
+					i=$((i + 1))
+				done
+				echo "no write"; exit 0
+			done
+		done
+		echo "saw nothing"
+	EOF
+	sleep 0.5
+	for _ in 1 2 3 4 5; do
+		brig exec "$CID" /bin/evil >/dev/null 2>&1 || true
+	done
+	wait "$ATTACKER" || true
+	cat "$BATS_TEST_TMPDIR/attack.out"
+	# The attacker did get hold of brig's executable (the attack is real)...
+	grep -q '^opened ' "$BATS_TEST_TMPDIR/attack.out"
+	# ...but it was the sealed in-memory copy, never the host file.
+	refute grep -qF "$BRIG" "$BATS_TEST_TMPDIR/attack.out"
+	refute grep -q WROTE "$BATS_TEST_TMPDIR/attack.out"
+	[ "$(sha256sum <"$BRIG")" = "$BRIG_SUM" ] || fail "the runtime binary was modified"
+}
+
+@test "CVE-2019-5736: the executable of a joining exec or of the init is never the host's runtime file" {
+	use_brig_copy
+	# Every process that ever shows up in the container while execs join
+	# it: what its exe link names, and whether it can be opened for writing.
+	start_attacker exe-watch <<-'EOF'
+		#!/bin/sh
+		end=$(($(date +%s) + 6))
+		while [ "$(date +%s)" -lt "$end" ]; do
+			for d in /proc/[0-9]*/exe; do
+				t=$(readlink "$d" 2>/dev/null) || continue
+				case $t in */busybox) ;; *) echo "exe $t" ;; esac
+				{ : >>"$d"; } 2>/dev/null && echo "writable $t"
+			done
+		done
+	EOF
+	for _ in $(seq 20); do
+		brig exec "$CID" true
+	done
+	wait "$ATTACKER" || true
+	refute grep -qF "$BRIG" "$BATS_TEST_TMPDIR/exe-watch.out"
+	refute grep -q '^writable' "$BATS_TEST_TMPDIR/exe-watch.out"
+	[ "$(sha256sum <"$BRIG")" = "$BRIG_SUM" ]
+}
+
+# ---------------------------------------------------- CVE-2024-21626 ----
+
+@test "CVE-2024-21626: process.cwd /proc/self/fd/N never lands outside the container's root" {
+	local n
+	for n in $(seq 3 15); do
+		update_config '.process.cwd = $c' --arg c "/proc/self/fd/$n"
+		# From a host directory, enough `..` reaches the host's root.
+		set_args sh -c "pwd; cd ../../../../../../../../../../..; ls -d .$HOST_TARGET 2>/dev/null && echo ESCAPED"
+		run brig run "$CID-$n"
+		[[ "$output" != *ESCAPED* ]] || fail "cwd /proc/self/fd/$n reached the host: $output"
+		# Either refused, or a directory inside the container.
+		[ "$status" -ne 0 ] || [[ "${lines[0]}" == /* ]] || fail "fd $n: $output"
+	done
+	assert_host_target_untouched
+}
+
+@test "CVE-2024-21626: exec --cwd /proc/self/fd/N never lands outside the container's root" {
+	set_args sleep 100
+	brig_detached run -d "$CID"
+	local n
+	for n in $(seq 3 15); do
+		run brig exec --cwd "/proc/self/fd/$n" "$CID" sh -c "pwd; cd ../../../../../../../../../../..; ls -d .$HOST_TARGET 2>/dev/null && echo ESCAPED"
+		[[ "$output" != *ESCAPED* ]] || fail "exec --cwd /proc/self/fd/$n reached the host: $output"
+		[ "$status" -ne 0 ] || [[ "${lines[0]}" == /* ]] || fail "fd $n: $output"
+	done
+}
+
+@test "CVE-2024-21626: a directory fd passed on purpose still can't be the cwd" {
+	# --preserve-fds hands fd 3, a host directory, to the container: the
+	# process may use it, but brig won't start it with its cwd out there.
+	update_config '.process.cwd = "/proc/self/fd/3"'
+	set_args sh -c 'pwd; ls'
+	run --separate-stderr brig run --preserve-fds 1 "$CID" 3<"$HOST_TARGET"
+	assert_one_line_error "outside the container's root"
+	assert_no_leftovers "$CID"
+}
+
+@test "CVE-2024-21626: the init and an exec'd process hold no fd of the runtime" {
+	set_args sleep 100
+	brig_detached run -d "$CID"
+	# Only stdio: the runtime's state, cgroup and bundle fds are gone.
+	run brig exec "$CID" ls /proc/1/fd
+	[ "$status" -eq 0 ]
+	[ "$(squeeze "$output")" = "0 1 2" ]
+	# (`; :` keeps sh from exec'ing ls, whose own directory fd would show.)
+	run brig exec "$CID" sh -c 'ls /proc/$$/fd; :'
+	[ "$status" -eq 0 ]
+	[ "$(squeeze "$output")" = "0 1 2" ]
+}
+
+@test "CVE-2024-21626: args[0] through /proc/self/fd/N does not run a host program" {
+	# Executables in the directories the runtime opens on the host: the
+	# bundle and the state root.
+	printf '#!/bin/sh\necho ESCAPED\n' >"$BUNDLE/escaped"
+	mkdir -p "$ROOT"
+	cp "$BUNDLE/escaped" "$ROOT/escaped"
+	chmod 755 "$BUNDLE/escaped" "$ROOT/escaped"
+	local n
+	for n in $(seq 3 15); do
+		set_args "/proc/self/fd/$n/escaped"
+		run brig run "$CID-$n"
+		[[ "$output" != *ESCAPED* ]] || fail "ran a host program through fd $n"
+	done
+}
+
+# ------------------------- CVE-2021-30465, CVE-2025-31133/52565/52881 ----
+
+@test "CVE-2021-30465: a mount destination that is a symlink out of the rootfs is refused" {
+	ln -s "$HOST_TARGET" "$ROOTFS/abs"
+	ln -s "../../../../../../../../../..$HOST_TARGET" "$ROOTFS/rel"
+	set_args true
+	for dest in /abs /rel; do
+		update_config '.mounts += [{destination: $d, type: "tmpfs", source: "tmpfs"}]' --arg d "$dest"
+		run --separate-stderr brig run "$CID"
+		assert_one_line_error "\`$dest\`" symlink
+		assert_no_leftovers "$CID"
+		update_config 'del(.mounts[-1])'
+	done
+	assert_host_target_untouched
+}
+
+@test "CVE-2021-30465: symlinks and .. inside mount destinations are resolved inside the rootfs" {
+	mkdir -p "$ROOTFS/dir"
+	ln -s "../../../../../../../../..$HOST_TARGET" "$ROOTFS/dir/deep"
+	add_mount /dir/deep/sub tmpfs tmpfs
+	add_mount "/dir/../../../../../..$HOST_TARGET/dotdot" tmpfs tmpfs
+	add_bind_mount "$BATS_TEST_TMPDIR" /dir/deep/bound
+	# Shared propagation: a mount that landed on a host path would show on
+	# the host.
+	update_config '.linux.rootfsPropagation = "shared"'
+	set_args sh -c "touch $HOST_TARGET/sub/planted $HOST_TARGET/dotdot/planted && ls -d /dir/deep/bound/host-target"
+	run brig run "$CID"
+	echo "$output"
+	assert_host_target_untouched
+	# As if the rootfs were "/": brig made the directories under the
+	# rootfs, and the container finds its mounts there.
+	[ "$status" -eq 0 ]
+	[ "$output" = /dir/deep/bound/host-target ]
+	[ -d "$ROOTFS$HOST_TARGET/sub" ]
+	[ -d "$ROOTFS$HOST_TARGET/dotdot" ]
+}
+
+@test "CVE-2021-30465: a directory swapped for a symlink to the host during create (race, 40 creates)" {
+	add_mount /mnt/race tmpfs tmpfs
+	update_config '.linux.rootfsPropagation = "shared"'
+	set_args true
+	# On the host, as a process sharing the image would: /mnt/race flips
+	# between a directory and a symlink to the host target, as fast as it can.
+	(
+		while [ ! -e "$BATS_TEST_TMPDIR/stop" ]; do
+			rm -rf "$ROOTFS/mnt/race"
+			ln -sfn "$HOST_TARGET" "$ROOTFS/mnt/race"
+			rm -rf "$ROOTFS/mnt/race"
+			mkdir -p "$ROOTFS/mnt/race"
+		done 2>/dev/null
+		true
+	) 3>&- &
+	local swapper=$! i
+	for i in $(seq 40); do
+		brig run "$CID-$i" >/dev/null 2>&1 || true
+		assert_host_target_untouched
+	done
+	touch "$BATS_TEST_TMPDIR/stop"
+	wait "$swapper"
+	assert_host_target_untouched
+}
+
+@test "CVE-2025-31133: /dev/null of the image swapped for a symlink or a file does not unmask anything" {
+	# With /dev from the image (no /dev mount in the spec), masking binds
+	# the image's /dev/null over /proc/kcore & co.
+	update_config '.mounts |= map(select(.destination | startswith("/dev") | not))'
+	mkdir -p "$ROOTFS/dev"
+	local before
+	before=$(cat /proc/sys/kernel/core_pattern)
+	for target in /proc/sys/kernel/core_pattern /proc/sysrq-trigger "$HOST_TARGET/file"; do
+		rm -f "$ROOTFS/dev/null"
+		ln -s "$target" "$ROOTFS/dev/null"
+		set_args sh -c 'echo "|/bin/evil" >/proc/kcore; cat /proc/kcore | head -c 20'
+		run --separate-stderr brig run "$CID"
+		# Refused before the process ever runs.
+		assert_one_line_error /dev/null
+		assert_no_leftovers "$CID"
+	done
+	# A regular file with content in its place.
+	rm -f "$ROOTFS/dev/null"
+	echo SECRET >"$ROOTFS/dev/null"
+	run --separate-stderr brig run "$CID"
+	assert_one_line_error /dev/null
+	[ "$(cat /proc/sys/kernel/core_pattern)" = "$before" ]
+	assert_host_target_untouched
+}
+
+@test "CVE-2025-31133: masked and read-only paths that are symlinks to host paths are resolved in the rootfs" {
+	ln -s "$HOST_TARGET" "$ROOTFS/masked-dir"
+	echo original >"$BATS_TEST_TMPDIR/host-file"
+	ln -s "../../../../../../../../..$BATS_TEST_TMPDIR/host-file" "$ROOTFS/masked-file"
+	ln -s "$HOST_TARGET" "$ROOTFS/ro-dir"
+	# What the links name when the rootfs is "/".
+	mkdir -p "$ROOTFS$HOST_TARGET"
+	echo in-rootfs >"$ROOTFS$HOST_TARGET/file"
+	echo in-rootfs >"$ROOTFS$BATS_TEST_TMPDIR/host-file"
+	update_config '.linux.maskedPaths += ["/masked-dir", "/masked-file"] | .linux.readonlyPaths += ["/ro-dir"]'
+	update_config '.linux.rootfsPropagation = "shared"'
+	update_config '.root.readonly = false'
+	set_args sh -c 'ls /masked-dir | wc -l; cat /masked-file | wc -c; touch /ro-dir/x 2>/dev/null || echo read-only'
+	run brig run "$CID"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(squeeze "$output")" = "0 0 read-only" ]
+	assert_host_target_untouched
+	[ "$(cat "$BATS_TEST_TMPDIR/host-file")" = original ]
+	refute grep -qF " $BATS_TEST_TMPDIR/host-file " /proc/self/mountinfo
+}
+
+@test "CVE-2025-52565: /dev/console and /dev/ptmx of the image swapped for symlinks to /proc files are not written through" {
+	[ -x "$RECVTTY" ] || fail "no recvtty at $RECVTTY (make builds it)"
+	# /dev from the image, not brig's tmpfs: its nodes are the attacker's.
+	update_config '.mounts |= map(select(.destination | startswith("/dev") | not))'
+	update_config '.process.terminal = true'
+	mkdir -p "$ROOTFS/dev"
+	mknod -m 666 "$ROOTFS/dev/null" c 1 3
+	ln -s /proc/sys/kernel/core_pattern "$ROOTFS/dev/console"
+	ln -s /proc/sysrq-trigger "$ROOTFS/dev/ptmx"
+	local before sock=$BATS_TEST_TMPDIR/tty.sock
+	before=$(cat /proc/sys/kernel/core_pattern)
+	"$RECVTTY" "$sock" >"$BATS_TEST_TMPDIR/tty.out" 2>/dev/null 3>&- &
+	RECVTTY_PID=$!
+	for _ in $(seq 50); do
+		[ -S "$sock" ] && break
+		sleep 0.1
+	done
+	set_args sh -c 'echo "|/bin/evil" >/dev/console'
+	run --separate-stderr brig run -d --console-socket "$sock" "$CID"
+	# The pty comes from the kernel, never from a path of the image.
+	assert_one_line_error /dev/ptmx
+	assert_no_leftovers "$CID"
+	[ "$(cat /proc/sys/kernel/core_pattern)" = "$before" ]
+	# Nothing ever connected to it.
+	[ ! -s "$BATS_TEST_TMPDIR/tty.out" ]
+}
+
+@test "CVE-2025-52881: /proc of the image swapped for a symlink can't redirect the runtime's /proc writes" {
+	# The image's /proc points at look-alike files: brig's own writes
+	# (sysctls, oom_score_adj) would land there.
+	mkdir -p "$ROOTFS/fake/sys/kernel" "$ROOTFS/fake/self"
+	echo fake >"$ROOTFS/fake/sys/kernel/domainname"
+	echo fake >"$ROOTFS/fake/self/oom_score_adj"
+	rmdir "$ROOTFS/proc"
+	ln -s /fake "$ROOTFS/proc"
+	update_config '.linux.sysctl = {"kernel.domainname": "brig-test"} | .process.oomScoreAdj = 123'
+	set_args sh -c 'cat /proc/sys/kernel/domainname /proc/self/oom_score_adj'
+	run --separate-stderr brig run "$CID"
+	assert_one_line_error "\`/proc\`" symlink
+	assert_no_leftovers "$CID"
+	[ "$(cat "$ROOTFS/fake/sys/kernel/domainname")" = fake ]
+	[ "$(cat "$ROOTFS/fake/self/oom_score_adj")" = fake ]
+}
+
+@test "CVE-2025-52881: a mount over /proc/sys can't take the runtime's sysctl writes" {
+	mkdir -p "$ROOTFS/fake/sys/kernel"
+	echo fake >"$ROOTFS/fake/sys/kernel/domainname"
+	add_bind_mount "$ROOTFS/fake/sys" /proc/sys
+	update_config '.linux.sysctl = {"kernel.domainname": "brig-test"}'
+	set_args cat /proc/sys/kernel/domainname
+	run --separate-stderr brig run "$CID"
+	# Written only through procfs, never through what is mounted over it.
+	assert_one_line_error kernel.domainname "not on procfs"
+	assert_no_leftovers "$CID"
+	[ "$(cat "$ROOTFS/fake/sys/kernel/domainname")" = fake ]
+	[ "$(cat /proc/sys/kernel/domainname)" != brig-test ]
+}
+
+@test "CVE-2016-9962: a joining exec can't be read through /proc before its execve" {
+	# The attacker reads what it can of every other process, in a tight
+	# loop, while execs join the container: until its execve, a joining
+	# process is brig, with the caller's environment and the namespace
+	# fds it entered by.
+	start_attacker snoop <<-'EOF'
+		#!/bin/sh
+		end=$(($(date +%s) + 6))
+		while [ "$(date +%s)" -lt "$end" ]; do
+			for d in /proc/[0-9]*; do
+				[ "${d#/proc/}" = $$ ] && continue
+				tr '\0' '\n' <"$d/environ" 2>/dev/null | grep HOST_SECRET
+				ls -l "$d/fd/" 2>/dev/null | grep -E '(mnt|net|pid|ipc|uts|user|cgroup|time):\[|memfd:' | sed 's/^/fd /'
+				readlink "$d/exe" 2>/dev/null | grep -v busybox | sed 's/^/exe /'
+			done
+		done
+	EOF
+	for _ in $(seq 25); do
+		HOST_SECRET=$MARK-secret brig exec "$CID" true
+	done
+	wait "$ATTACKER" || true
+	cat "$BATS_TEST_TMPDIR/snoop.out"
+	refute grep -q "HOST_SECRET" "$BATS_TEST_TMPDIR/snoop.out"
+	refute grep -q '^fd ' "$BATS_TEST_TMPDIR/snoop.out"
+	refute grep -q '^exe ' "$BATS_TEST_TMPDIR/snoop.out"
+}
+
+@test "CVE-2016-9962: the init's /proc entries are closed to the container until it has exec'd" {
+	set_args sleep 100
+	brig_detached create "$CID"
+	local pid
+	pid=$(container_pid "$CID")
+	# Seen from the host, the waiting init is the sealed copy of brig.
+	[[ "$(readlink "/proc/$pid/exe")" == /memfd:brig* ]] || fail "init exe: $(readlink "/proc/$pid/exe")"
+	# The container's root, in an exec, goes for the waiting init.
+	probe='for f in environ mem; do cat /proc/1/$f >/dev/null 2>&1 && echo "read $f"; done
+		ls -l /proc/1/fd/ 2>/dev/null | grep -q -- "->" && echo "read fd links"
+		readlink /proc/1/exe >/dev/null 2>&1 && echo "read exe"
+		cat /proc/1/environ 2>/dev/null | tr "\0" "\n" | grep -c BRIG_TEST_MARK'
+	run brig exec "$CID" sh -c "$probe"
+	[ "$output" = 0 ] || fail "the init before execve: $output"
+	# Once it runs the container's program, the same reads work: the
+	# probe can see what it is denied.
+	brig start "$CID"
+	run brig exec "$CID" sh -c "$probe"
+	[[ "$output" == *"read environ"* ]] || fail "after start: $output"
+	[[ "$output" == *"read fd links"* ]] || fail "after start: $output"
+	[ "${lines[-1]}" = 1 ]
+}
+
+# ---------------------------------------------------- CVE-2022-29162 ----
+
+@test "CVE-2022-29162: inheritable capabilities are empty unless asked for, for the init and every exec" {
+	set_args sh -c 'grep -E "^Cap(Inh|Amb)" /proc/self/status; sleep 100'
+	brig_detached run -d "$CID"
+	wait_for_line "$CT_OUT" "CapAmb:	0000000000000000"
+	grep -qx "CapInh:	0000000000000000" "$CT_OUT"
+	run brig exec "$CID" grep -E '^Cap(Inh|Amb)' /proc/self/status
+	[ "${lines[0]}" = "CapInh:	0000000000000000" ]
+	[ "${lines[1]}" = "CapAmb:	0000000000000000" ]
+	# A non-root user, with --cap given to exec: still no inheritable.
+	run brig exec --user 1000:1000 --cap CAP_NET_RAW "$CID" grep -E '^Cap(Inh|Eff)' /proc/self/status
+	[ "${lines[0]}" = "CapInh:	0000000000000000" ]
+	# A setuid-root or file-capability program can't pick up more than the
+	# bounding set either: an exec'd process's CapBnd is the container's.
+	run brig exec "$CID" grep '^CapBnd' /proc/self/status
+	[ "$output" = "CapBnd:	0000000020000420" ]
+}
+
+@test "CVE-2022-29162: inheritable capabilities the spec asks for are there" {
+	update_config '.process.capabilities.inheritable = ["CAP_KILL"]'
+	set_args grep '^CapInh' /proc/self/status
+	run brig run "$CID"
+	[ "$output" = "CapInh:	0000000000000020" ]
+}
+
+# --------------------------------------------------- /proc and /sys ----
+
+@test "/proc/sys, /proc/sysrq-trigger and /sys refuse writes from the container's root" {
+	local core
+	core=$(cat /proc/sys/kernel/core_pattern)
+	set_args sh -c '
+		echo "|/bin/evil" >/proc/sys/kernel/core_pattern && echo core_pattern
+		echo 3 >/proc/sys/vm/drop_caches && echo drop_caches
+		echo h >/proc/sysrq-trigger && echo sysrq
+		echo 1 >/sys/kernel/mm/ksm/run && echo ksm
+		echo x >/sys/fs/cgroup/cgroup.procs && echo cgroup
+		mkdir /proc/sys/x && echo mkdir
+		cat /proc/kcore | head -c 1 | wc -c
+		echo end'
+	run brig run "$CID"
+	echo "$output"
+	[ "$(squeeze "$output" | sed 's/ .*: / /g')" != "" ]
+	[ "${lines[-1]}" = end ]
+	[ "${lines[-2]}" = 0 ]
+	for what in core_pattern drop_caches sysrq ksm cgroup mkdir; do
+		refute grep -qx "$what" <<<"$output"
+	done
+	[ "$(cat /proc/sys/kernel/core_pattern)" = "$core" ]
+}
+
+@test "/proc/sys stays read-only after the container's root remounts what it may" {
+	# Even with CAP_SYS_ADMIN granted, the default seccomp profile keeps the
+	# container from remounting /proc/sys read-write.
+	update_config '.linux.seccomp = $p[0]' --slurpfile p "${top_srcdir:-$BATS_TEST_DIRNAME/../..}/seccomp-profiles/default.json"
+	update_config '.process.capabilities |= with_entries(.value += ["CAP_SYS_ADMIN"])'
+	set_args sh -c '{ mount -o remount,rw /proc/sys && echo remounted; echo "|/bin/evil" >/proc/sys/kernel/core_pattern && echo wrote; } 2>/dev/null; echo end'
+	local core
+	core=$(cat /proc/sys/kernel/core_pattern)
+	run brig run "$CID"
+	[ "$output" = end ]
+	[ "$(cat /proc/sys/kernel/core_pattern)" = "$core" ]
+}
