@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -40,6 +41,15 @@ bool brig_selfexe_is_sealed(void)
         return false;
     int seals = fcntl(fd, F_GET_SEALS);
     return seals >= 0 && (seals & SEALS_NEEDED) == SEALS_NEEDED;
+}
+
+/* A binary on a read-only mount can't be rewritten through /proc/PID/exe
+ * either (EROFS), so the copy and the second execve are skipped there:
+ * installing brig on a read-only file system is the fast way to start. */
+static bool selfexe_on_readonly_mount(void)
+{
+    struct statvfs st;
+    return statvfs("/proc/self/exe", &st) == 0 && (st.f_flag & ST_RDONLY) != 0;
 }
 
 static int memfd_for_exec(void)
@@ -72,7 +82,7 @@ static int copy_self(int to, brig_error_t *err)
 
 int brig_selfexe_reexec_sealed(char **argv, brig_error_t *err)
 {
-    if (brig_selfexe_is_sealed())
+    if (brig_selfexe_is_sealed() || selfexe_on_readonly_mount())
         return 0;
     cleanup_close int fd = memfd_for_exec();
     if (fd < 0)

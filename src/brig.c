@@ -142,7 +142,8 @@ int main(int argc, char **argv)
         /* These put processes into a container: they run from a sealed
          * copy of brig, so the container can't reach the host's file. */
         brig_error_t err = NULL;
-        if ((strcmp(name, "create") == 0 || strcmp(name, "run") == 0 || strcmp(name, "exec") == 0)
+        if ((strcmp(name, "create") == 0 || strcmp(name, "run") == 0 || strcmp(name, "exec") == 0
+                || strcmp(name, "sandbox") == 0)
             && brig_selfexe_reexec_sealed(argv, &err) < 0)
             return brig_fail(&err);
         brig_log("debug", "%s", name);

@@ -21,6 +21,7 @@ setup() {
 teardown() {
 	[ -z "${RECVTTY_PID:-}" ] || kill "$RECVTTY_PID" 2>/dev/null || true
 	teardown_bundle
+	[ -z "${RO_MOUNT:-}" ] || umount -l "$RO_MOUNT" 2>/dev/null || true
 }
 
 # assert_host_target_untouched: the host directory holds its one file,
@@ -66,16 +67,10 @@ start_attacker() {
 
 # ---------------------------------------------------- CVE-2019-5736 ----
 
-@test "CVE-2019-5736: an image whose program is #!/proc/self/exe can't rewrite the runtime binary" {
-	use_brig_copy
-	copy_loader_into_rootfs
-	# The image's "shell" makes the kernel execute whatever
-	# /proc/self/exe is at the moment brig execs it: brig itself.
-	printf '#!/proc/self/exe\n' >"$ROOTFS/bin/evil"
-	chmod 755 "$ROOTFS/bin/evil"
-	# The attacker: catches any process whose executable is not the
-	# image's busybox, keeps its exe open, and tries to write through it
-	# until the last brig is gone (while brig runs: ETXTBSY).
+# start_exe_attacker: from inside the container, catches any process whose
+# executable is not the image's busybox, keeps its exe open, and tries to
+# write through it until the last brig is gone (while brig runs: ETXTBSY).
+start_exe_attacker() {
 	start_attacker attack <<-'EOF'
 		#!/bin/sh
 		end=$(($(date +%s) + 15))
@@ -98,16 +93,48 @@ start_attacker() {
 		done
 		echo "saw nothing"
 	EOF
+}
+
+# run_self_exe_attack: an image whose "shell" makes the kernel execute
+# whatever /proc/self/exe is at the moment brig execs it (brig itself),
+# exec'd five times while the attacker watches.
+run_self_exe_attack() {
+	copy_loader_into_rootfs
+	printf '#!/proc/self/exe\n' >"$ROOTFS/bin/evil"
+	chmod 755 "$ROOTFS/bin/evil"
+	start_exe_attacker
 	sleep 0.5
 	for _ in 1 2 3 4 5; do
 		brig exec "$CID" /bin/evil >/dev/null 2>&1 || true
 	done
 	wait "$ATTACKER" || true
 	cat "$BATS_TEST_TMPDIR/attack.out"
+}
+
+@test "CVE-2019-5736: an image whose program is #!/proc/self/exe can't rewrite the runtime binary" {
+	use_brig_copy
+	run_self_exe_attack
 	# The attacker did get hold of brig's executable (the attack is real)...
 	grep -q '^opened ' "$BATS_TEST_TMPDIR/attack.out"
 	# ...but it was the sealed in-memory copy, never the host file.
 	refute grep -qF "$BRIG" "$BATS_TEST_TMPDIR/attack.out"
+	refute grep -q WROTE "$BATS_TEST_TMPDIR/attack.out"
+	[ "$(sha256sum <"$BRIG")" = "$BRIG_SUM" ] || fail "the runtime binary was modified"
+}
+
+@test "CVE-2019-5736: a runtime on a read-only mount runs without the copy, and still can't be rewritten" {
+	# brig skips the sealed copy when its file sits on a read-only mount
+	# (the fast path): the attacker then reaches the file itself, and the
+	# mount refuses the write.
+	mkdir "$BATS_TEST_TMPDIR/ro"
+	cp "$BRIG" "$BATS_TEST_TMPDIR/ro/brig"
+	BRIG=$BATS_TEST_TMPDIR/ro/brig
+	BRIG_SUM=$(sha256sum <"$BRIG")
+	mount --bind "$BATS_TEST_TMPDIR/ro" "$BATS_TEST_TMPDIR/ro"
+	mount -o remount,bind,ro "$BATS_TEST_TMPDIR/ro"
+	RO_MOUNT=$BATS_TEST_TMPDIR/ro
+	run_self_exe_attack
+	grep -qF "opened $BRIG" "$BATS_TEST_TMPDIR/attack.out"
 	refute grep -q WROTE "$BATS_TEST_TMPDIR/attack.out"
 	[ "$(sha256sum <"$BRIG")" = "$BRIG_SUM" ] || fail "the runtime binary was modified"
 }
