@@ -34,6 +34,8 @@ static const struct command commands[] = {
     { "update", brig_cmd_update, "change the resource limits of a running container" },
     { "events", brig_cmd_events, "print resource statistics and OOM events of a container" },
     { "features", brig_cmd_features, "print what this runtime supports, as OCI features JSON" },
+    { "checkpoint", brig_cmd_checkpoint, "checkpoint a running container with criu" },
+    { "restore", brig_cmd_restore, "restore a container from a checkpoint" },
 };
 
 static int usage(FILE *out)
