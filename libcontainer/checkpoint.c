@@ -78,9 +78,26 @@ static char *find_criu(void)
     return NULL;
 }
 
+/* mkdir -p: runc makes the image path's parents too. */
+static int make_dirs(const char *path)
+{
+    cleanup_free char *copy = strdup(path);
+    if (copy == NULL)
+        return -1;
+    for (char *p = copy + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(copy, 0700) < 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(copy, 0700) < 0 && errno != EEXIST ? -1 : 0;
+}
+
 static int open_dir(const char *path, bool create, const char *what, brig_error_t *err)
 {
-    if (create && mkdir(path, 0700) < 0 && errno != EEXIST)
+    if (create && make_dirs(path) < 0)
         return brig_error_set(err, errno, "%s `%s`", what, path);
     int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)

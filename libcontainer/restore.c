@@ -144,6 +144,11 @@ static int prepare_criu(struct restore_run *rr, brig_error_t *err)
     if (mount(rr->st->rootfs, rr->criu_root, NULL, MS_BIND | MS_REC, NULL) < 0)
         return brig_error_set(err, errno, "bind rootfs `%s` on `%s`", rr->st->rootfs, rr->criu_root);
     rr->root_mounted = true;
+    /* criu rebuilds every mount's flags but the root's: it takes the root
+     * as it finds it, so a read-only root must be read-only here already. */
+    if (rr->spec->root && rr->spec->root->readonly
+        && mount(NULL, rr->criu_root, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) < 0)
+        return brig_error_set(err, errno, "remount `%s` read-only", rr->criu_root);
     if (criu_local_set_root(c->opts, rr->criu_root) < 0)
         return brig_error_set(err, ENOMEM, "criu root");
     return 0;
