@@ -387,8 +387,8 @@ int brig_container_checkpoint(const struct brig_checkpoint_options *o, brig_erro
     struct brig_spec *spec = NULL;
     int r = 0;
     if (status != BRIG_STATUS_RUNNING && status != BRIG_STATUS_PAUSED)
-        r = brig_error_set(err, 0, "cannot checkpoint container `%s`: it is %s, not running",
-                           o->id, brig_status_name(status));
+        r = brig_error_set(err, 0, "container `%s` is %s, not running", o->id,
+                           brig_status_name(status));
     if (r == 0 && brig_container_load_spec(dir_fd, &spec, err) < 0)
         r = -1;
     if (r == 0 && spec == NULL)

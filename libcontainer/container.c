@@ -172,8 +172,7 @@ int brig_container_new_state(const struct brig_create_options *o, const struct b
 }
 
 
-/* The caller's own cgroup v2 path, from the "0::" line of /proc/self/cgroup. */
-static char *own_cgroup(void)
+char *brig_container_own_cgroup(void)
 {
     cleanup_free char *text = NULL;
     brig_error_t ignored = NULL;
@@ -196,7 +195,7 @@ int brig_container_setup_cgroup(const struct brig_create_options *o, const struc
                         struct brig_cgroup *cg, brig_error_t *err)
 {
     const struct brig_linux *l = spec->linux_;
-    cleanup_free char *mine = own_cgroup();
+    cleanup_free char *mine = brig_container_own_cgroup();
     cleanup_free char *relative = NULL;
     if (mine == NULL)
         return brig_error_set(err, ENOMEM, "cgroup");

@@ -32,6 +32,9 @@ int brig_container_create(const struct brig_create_options *opts, pid_t *init_pi
  * and device rules. */
 int brig_container_new_state(const struct brig_create_options *o, const struct brig_spec *spec,
                              struct brig_state **out, brig_error_t *err);
+/* The caller's own cgroup v2 path, from the "0::" line of /proc/self/cgroup
+ * ("/" when unknown). Caller frees. */
+char *brig_container_own_cgroup(void);
 struct brig_cgroup;
 int brig_container_setup_cgroup(const struct brig_create_options *o, const struct brig_spec *spec,
                                 struct brig_cgroup *cg, brig_error_t *err);

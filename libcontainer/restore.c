@@ -107,6 +107,24 @@ static int set_cgroup_root(struct brig_criu *c, const char *cgroup_path, brig_er
     return 0;
 }
 
+/* With --manage-cgroups-mode ignore criu moves no process: criu swrk, and
+ * with it the tree it restores, starts in the container's cgroup instead.
+ * (Not in the other modes: two more processes could trip a pids limit the
+ * restored tree already fills.) *back is where the caller returns to. */
+static int enter_cgroup(const struct brig_cgroup *cg, struct brig_cgroup *back, brig_error_t *err)
+{
+    const char *root = brig_cgroup_root(err);
+    cleanup_free char *mine = brig_container_own_cgroup();
+    cleanup_free char *path = NULL;
+    if (root == NULL)
+        return -1;
+    if (mine == NULL || asprintf(&path, "%s%s", root, strcmp(mine, "/") == 0 ? "" : mine) < 0)
+        return brig_error_set(err, ENOMEM, "cgroup");
+    if (brig_cgroup_open(path, back, err) < 0)
+        return -1;
+    return brig_cgroup_add_pid(cg, getpid(), err);
+}
+
 struct restore_run {
     const struct brig_restore_options *o;
     const struct brig_spec *spec;
@@ -192,11 +210,21 @@ static int restore_in_dir(struct restore_run *rr, int dir_fd, const char *config
     if (r == 0)
         r = prepare_criu(rr, err);
     pid_t pid = 0;
+    struct brig_cgroup back = { NULL, -1 };
+    if (r == 0 && cg.path && o->criu.cg_mode == BRIG_CG_MODE_IGNORE)
+        r = enter_cgroup(&cg, &back, err);
     if (r == 0) {
         pid = criu_local_restore_child(rr->criu.opts);
-        if (pid <= 0)
+        /* Out again at once: the container's cgroup is the container's. */
+        if (back.path && brig_cgroup_add_pid(&back, getpid(), err) < 0) {
+            if (pid > 0)
+                kill(pid, SIGKILL);
+            r = -1;
+        } else if (pid <= 0) {
             r = brig_criu_failed(&rr->criu, "restore", pid, err);
+        }
     }
+    brig_cgroup_close(&back);
     release_criu_root(rr);
     if (r == 0) {
         rr->st->pid = pid;

@@ -108,7 +108,7 @@ assert_counted_once() {
 	assert_no_leftovers "$CID-new"
 }
 
-@test "a pre-dump then a dump with --parent-path restores the container" {
+@test "a pre-dump then a dump with --parent-path; restore in the foreground waits and deletes" {
 	set_args sh -c "$COUNTER"
 	brig_detached run -d "$CID"
 	wait_for_count_past 2
@@ -122,10 +122,21 @@ assert_counted_once() {
 	# The final dump took the unchanged pages from the pre-dump by reference.
 	[ -L "$IMG/final/parent" ] || [ -e "$IMG/final/parent" ]
 	at_dump=$(last_count)
-	brig_detached restore -d --image-path "$IMG/final" "$CID"
+	# In the foreground this time, as run: restore waits for the container,
+	# exits with its status and deletes it. With the "ignore" cgroup mode
+	# criu moves no process: brig starts it in the container's cgroup.
+	brig restore --manage-cgroups-mode ignore --image-path "$IMG/final" "$CID" \
+		</dev/null >"$CT_OUT" 2>"$CT_ERR" &
+	restore_pid=$!
 	wait_for_count_past $((at_dump + 1))
 	assert_counted_once
-	brig delete --force "$CID"
+	wait_for_status "$CID" running
+	grep -qx "$(container_pid "$CID")" "$(container_cgroup "$CID")/cgroup.procs"
+	brig kill "$CID" KILL
+	rc=0
+	wait "$restore_pid" || rc=$?
+	[ "$rc" -eq 137 ] || fail "restore exited with $rc: $(cat "$CT_ERR")"
+	assert_no_leftovers "$CID"
 }
 
 @test "an open file (with its offset) and a unix socket pair with queued data survive" {
