@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# shellcheck disable=SC2016 # shell programs run inside the container
 # checkpoint and restore through libcriu. criu needs kernel features that
 # `criu check` finds missing on the development and CI hosts' kernels, so
 # `make check` runs this file in the test VM (tests/vm/, Debian's kernel),
@@ -31,8 +32,7 @@ last_count() {
 
 # wait_for_count_past N: until the counter has written a value above N.
 wait_for_count_past() {
-	local i
-	for i in $(seq 150); do
+	for _ in $(seq 150); do
 		[ "$(last_count 2>/dev/null || echo 0)" -gt "$1" ] && return 0
 		sleep 0.2
 	done
@@ -247,8 +247,7 @@ time.sleep(1000)'
 # wait_for_file_present FILE: until FILE exists (~30 seconds: python and the
 # VM are slow to start).
 wait_for_file_present() {
-	local i
-	for i in $(seq 150); do
+	for _ in $(seq 150); do
 		[ -e "$1" ] && return 0
 		sleep 0.2
 	done
