@@ -96,13 +96,15 @@ static int apply(int c, struct criu_flags *f)
     case OPT_NO_PIVOT: break; /* criu pivots into the restored root itself */
     case OPT_MANAGE_CGROUPS_MODE:
         return brig_cg_mode_parse(optarg, &f->criu.cg_mode, &err) < 0 ? brig_fail(&err) : 0;
-    /* libcriu 3.17 has no call for these: refused rather than ignored. */
+    /* Refused rather than ignored: a user relying on one must know. */
     case OPT_EMPTY_NS:
     case OPT_LAZY_PAGES:
-    case OPT_PAGE_SERVER:
-    case OPT_STATUS_FD:
         return brig_fail_msg("%s: --%s is not supported (libcriu has no call for it)",
                              brig_command_name, flag_name(c));
+    case OPT_PAGE_SERVER:
+    case OPT_STATUS_FD:
+        return brig_fail_msg("%s: --%s is not supported by brig yet", brig_command_name,
+                             flag_name(c));
     case OPT_CONSOLE_SOCKET:
         return brig_fail_msg("%s: --console-socket is not supported (a container with a terminal "
                              "can't be checkpointed)", brig_command_name);
