@@ -156,7 +156,7 @@ static int copy_annotations(const struct brig_kv_list *from, struct brig_kv_list
     return 0;
 }
 
-static int new_state(const struct brig_create_options *o, const struct brig_spec *spec,
+int brig_container_new_state(const struct brig_create_options *o, const struct brig_spec *spec,
                      struct brig_state **out, brig_error_t *err)
 {
     struct brig_state *st = calloc(1, sizeof *st);
@@ -176,8 +176,7 @@ static int new_state(const struct brig_create_options *o, const struct brig_spec
 }
 
 
-/* The caller's own cgroup v2 path, from the "0::" line of /proc/self/cgroup. */
-static char *own_cgroup(void)
+char *brig_container_own_cgroup(void)
 {
     cleanup_free char *text = NULL;
     brig_error_t ignored = NULL;
@@ -196,11 +195,11 @@ static char *own_cgroup(void)
     return strdup("/");
 }
 
-static int setup_cgroup(const struct brig_create_options *o, const struct brig_spec *spec,
+int brig_container_setup_cgroup(const struct brig_create_options *o, const struct brig_spec *spec,
                         struct brig_cgroup *cg, brig_error_t *err)
 {
     const struct brig_linux *l = spec->linux_;
-    cleanup_free char *mine = own_cgroup();
+    cleanup_free char *mine = brig_container_own_cgroup();
     cleanup_free char *relative = NULL;
     if (mine == NULL)
         return brig_error_set(err, ENOMEM, "cgroup");
@@ -238,7 +237,7 @@ static int create_in_dir(const struct brig_create_options *o, const struct brig_
                          int dir_fd, pid_t *init_pid, brig_error_t *err)
 {
     struct brig_state *st = NULL;
-    int r = new_state(o, spec, &st, err);
+    int r = brig_container_new_state(o, spec, &st, err);
     /* Writable by all (the dir is 0700, so only through the fd the init
      * holds): the init may have switched to an unprivileged or user-namespaced
      * uid by the time it opens it. fchmod because umask trims mkfifo's mode. */
@@ -252,7 +251,7 @@ static int create_in_dir(const struct brig_create_options *o, const struct brig_
     if (r == 0 && brig_mounts_check_destinations(spec, st->rootfs, err) < 0)
         r = brig_error_wrap(err, "%s", config_path);
     struct brig_cgroup cg = { NULL, -1 };
-    if (r == 0 && !o->no_cgroup && setup_cgroup(o, spec, &cg, err) < 0)
+    if (r == 0 && !o->no_cgroup && brig_container_setup_cgroup(o, spec, &cg, err) < 0)
         r = -1;
     if (r == 0 && cg.path) {
         free(st->cgroup_path);

@@ -31,6 +31,18 @@ struct brig_create_options {
 int brig_container_create(const struct brig_create_options *opts, pid_t *init_pid,
                           brig_error_t *err);
 
+/* Steps of create that restore repeats: the state a new container starts
+ * with (paths resolved, no pid yet), and its cgroup with the spec's limits
+ * and device rules. */
+int brig_container_new_state(const struct brig_create_options *o, const struct brig_spec *spec,
+                             struct brig_state **out, brig_error_t *err);
+/* The caller's own cgroup v2 path, from the "0::" line of /proc/self/cgroup
+ * ("/" when unknown). Caller frees. */
+char *brig_container_own_cgroup(void);
+struct brig_cgroup;
+int brig_container_setup_cgroup(const struct brig_create_options *o, const struct brig_spec *spec,
+                                struct brig_cgroup *cg, brig_error_t *err);
+
 /* Releases the init blocked on the exec fifo. A failing poststart hook is
  * not an error (the spec says warn and go on): it lands in *warning. */
 int brig_container_start(const char *root, const char *id, brig_error_t *warning,

@@ -36,6 +36,8 @@ static const struct command commands[] = {
     { "events", brig_cmd_events, "print resource statistics and OOM events of a container" },
     { "sandbox", brig_cmd_sandbox, "create, use and remove sandboxes (brig-sandbox(8))" },
     { "features", brig_cmd_features, "print what this runtime supports, as OCI features JSON" },
+    { "checkpoint", brig_cmd_checkpoint, "checkpoint a running container with criu" },
+    { "restore", brig_cmd_restore, "restore a container from a checkpoint" },
 };
 
 static int usage(FILE *out)
