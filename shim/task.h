@@ -17,7 +17,11 @@
  *    shim_tasks_free() for the end.
  *  - Strings passed in are copied; strings handed out (shim_exit.id,
  *    shim_state.io, .bundle) stay valid until the process is deleted, or
- *    for the duration of the callback.
+ *    for the duration of the callback; those of Delete's *out until the
+ *    next Delete.
+ *  - shim_tasks_set_cgroups(t, false): containers without a cgroup of
+ *    their own (brig's --cgroup-manager=disabled), for hosts without
+ *    cgroup v2; pause, update and stats then fail.
  */
 #ifndef SHIM_TASK_H
 #define SHIM_TASK_H
@@ -97,6 +101,7 @@ typedef void (*shim_oom_cb)(void *data, const char *id);
 int shim_tasks_new(struct shim_loop *loop, const char *ns, const char *runtime_root,
                    shim_exit_cb on_exit, shim_oom_cb on_oom, void *data,
                    struct shim_tasks **out, brig_error_t *err);
+void shim_tasks_set_cgroups(struct shim_tasks *t, bool managed);
 size_t shim_tasks_count(const struct shim_tasks *t);
 void shim_tasks_free(struct shim_tasks *t);
 
@@ -129,8 +134,8 @@ int shim_task_stats(struct shim_tasks *t, const char *id, struct shim_stats *out
                     brig_error_t *err);
 
 /* Wait: calls cb at once (before returning) if the process has exited,
- * else once when it exits. A process deleted before it exits never calls
- * back, so register the Wait on a process that exists. */
+ * else once when it exits (after on_exit), or when it is deleted without
+ * having exited (with Delete's answer). */
 typedef void (*shim_wait_cb)(void *data, const struct shim_exit *exit);
 int shim_task_wait(struct shim_tasks *t, const char *id, const char *exec_id, shim_wait_cb cb,
                    void *data, brig_error_t *err);
