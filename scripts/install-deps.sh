@@ -8,6 +8,7 @@ PACKAGES="
 	libseccomp-dev libyajl-dev libcap-dev libmnl-dev
 	bats busybox-static jq iproute2 procps coreutils util-linux mount
 	python3 podman
+	containerd
 	golang-go xz-utils golang-github-google-uuid-dev golang-github-hashicorp-go-multierror-dev
 	golang-github-mrunalp-fileutils-dev golang-github-opencontainers-runtime-spec-dev
 	golang-github-opencontainers-selinux-dev golang-github-sirupsen-logrus-dev

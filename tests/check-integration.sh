@@ -13,7 +13,7 @@ BRIG=${BRIG:-$top/brig}
 RECVTTY=${RECVTTY:-$top/tests/tools/recvtty}
 export BRIG RECVTTY top_srcdir="$top"
 
-cgroup_files="cgroups.bats cgroups_limits.bats podman.bats"
+cgroup_files="cgroups.bats cgroups_limits.bats podman.bats shim.bats"
 
 host_has_v2_controllers() {
 	[ "$(stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ] || return 1
