@@ -282,8 +282,9 @@ static int do_start(const struct flags *f)
     if (pid == 0) {
         setpgid(0, 0);
         int null = open("/dev/null", O_RDWR);
-        if (null < 0 || dup2(fd, 3) < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
-            dup2(null, 2) < 0)
+        /* dup2 onto itself would keep close-on-exec. */
+        if (null < 0 || (fd == 3 ? fcntl(3, F_SETFD, 0) : dup2(fd, 3)) < 0 ||
+            dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
             _exit(1);
         const char *argv[10];
         int n = 0;
