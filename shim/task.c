@@ -726,7 +726,20 @@ int shim_task_stats(struct shim_tasks *t, const char *id, struct shim_stats *out
     if (r < 0)
         return r;
     memset(out, 0, sizeof *out);
-    return brig_container_stats(t->root, id, &out->cg, err) < 0 ? SHIM_E_UNKNOWN : 0;
+    if (brig_container_stats(t->root, id, &out->cg, err) < 0)
+        return SHIM_E_UNKNOWN;
+    /* brig enables only the controllers the resources ask for: without a
+     * pids limit there is no pids.current, so count the cgroup's processes. */
+    if (out->cg.pids_current == 0) {
+        pid_t *pids = NULL;
+        size_t n = 0;
+        brig_error_t ignored = NULL;
+        if (brig_container_pids(t->root, id, &pids, &n, &ignored) == 0)
+            out->cg.pids_current = n;
+        brig_error_release(&ignored);
+        free(pids);
+    }
+    return 0;
 }
 
 /* ---- state, terminal, stdin, wait ---- */
