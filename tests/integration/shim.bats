@@ -160,7 +160,9 @@ shim_running_for() {
 
 @test "ctr run -t: the process has a terminal" {
 	command -v script >/dev/null || fail "script(1) is missing (util-linux)"
-	run script -qefc "timeout 120 ctr --address $CTRD_DIR/containerd.sock --namespace $CTRD_NS \
+	# ctr puts its terminal in raw mode: it must stay in the foreground
+	# process group (--foreground), or SIGTTOU stops it.
+	run script -qefc "timeout --foreground 120 ctr --address $CTRD_DIR/containerd.sock --namespace $CTRD_NS \
 		run -t --rm --runtime io.containerd.brig.v2 $CTRD_IMAGE t-tty \
 		sh -c 'test -t 0 && test -t 1 && echo on-a-tty; tty'" /dev/null
 	[ "$status" -eq 0 ] || fail "ctr run -t: status $status: $output"
