@@ -66,6 +66,14 @@ int shim_oom_watch(struct shim_oom *o, const char *cgroup_path, void *key, brig_
 void shim_oom_unwatch(struct shim_oom *o, void *key);
 void shim_oom_free(struct shim_oom *o);
 
+/* ---- rootfs.c ---- */
+
+/* Mounts each of mounts on <bundle>/rootfs (made if missing) and sets
+ * *rootfs to that path; on failure nothing stays mounted. */
+int shim_rootfs_mount(const char *bundle, const struct shim_mount *mounts, size_t n,
+                      char **rootfs, brig_error_t *err);
+void shim_rootfs_unmount(const char *rootfs);
+
 /* 128+signal for a signal death, as shells and containerd report it. */
 uint32_t shim_exit_code(int wait_status);
 

@@ -12,15 +12,12 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cgroup.h"
 #include "cleanup.h"
 #include "container.h"
-#include "mounts.h"
 #include "spec.h"
 #include "state.h"
 
@@ -294,71 +291,6 @@ void shim_tasks_free(struct shim_tasks *t)
     free(t);
 }
 
-/* ---- the rootfs ---- */
-
-static void unmount_rootfs(const char *rootfs)
-{
-    /* Layers may be stacked (containerd can pass several mounts). */
-    for (int i = 0; i < 32; i++)
-        if (umount2(rootfs, 0) < 0 && (errno != EBUSY || umount2(rootfs, MNT_DETACH) < 0))
-            break;
-}
-
-static int mount_one(const struct shim_mount *m, const char *rootfs, brig_error_t *err)
-{
-    cleanup_free char **v = calloc(m->n_options + 1, sizeof *v);
-    cleanup_free char *target = NULL;
-    if (v == NULL)
-        return brig_error_set(err, ENOMEM, "mount");
-    for (size_t i = 0; i < m->n_options; i++)
-        v[i] = (char *) m->options[i];
-    struct brig_strv opts = { v, m->n_options };
-    struct brig_mount_flags f;
-    if (brig_mount_parse_options(&opts, &f, err) < 0)
-        return brig_error_wrap(err, "rootfs mount `%s`", m->source ? m->source : "");
-    if (m->target && *m->target && strcmp(m->target, "/") != 0) {
-        if (asprintf(&target, "%s/%s", rootfs, m->target) < 0) {
-            brig_mount_flags_free(&f);
-            return brig_error_set(err, ENOMEM, "mount");
-        }
-    }
-    const char *where = target ? target : rootfs;
-    const char *type = m->type && *m->type ? m->type : NULL;
-    unsigned long flags = f.flags;
-    if (type && strcmp(type, "bind") == 0) {
-        flags |= MS_BIND;
-        type = NULL;
-    }
-    int r = 0;
-    if (mount(m->source, where, type, flags & ~MS_RDONLY, f.data) < 0)
-        r = brig_error_set(err, errno, "mount `%s` on `%s`", m->source ? m->source : "", where);
-    /* A bind mount ignores MS_RDONLY until it is remounted. */
-    if (r == 0 && (flags & MS_RDONLY)
-        && mount(NULL, where, NULL, MS_REMOUNT | MS_RDONLY | (flags & MS_BIND), NULL) < 0)
-        r = brig_error_set(err, errno, "remount `%s` read-only", where);
-    brig_mount_flags_free(&f);
-    return r;
-}
-
-static int mount_rootfs(struct ctr *c, const struct shim_create_opts *o, brig_error_t *err)
-{
-    if (o->n_mounts == 0)
-        return 0;
-    cleanup_free char *rootfs = NULL;
-    if (asprintf(&rootfs, "%s/rootfs", o->bundle) < 0)
-        return brig_error_set(err, ENOMEM, "mount");
-    if (mkdir(rootfs, 0711) < 0 && errno != EEXIST)
-        return brig_error_set(err, errno, "mkdir `%s`", rootfs);
-    for (size_t i = 0; i < o->n_mounts; i++) {
-        if (mount_one(&o->mounts[i], rootfs, err) < 0) {
-            unmount_rootfs(rootfs);
-            return -1;
-        }
-    }
-    c->rootfs = brig_steal_ptr(rootfs);
-    return 0;
-}
-
 /* ---- create, start, exec ---- */
 
 struct spawn_call {
@@ -444,7 +376,9 @@ int shim_task_create(struct shim_tasks *t, const struct shim_create_opts *o, pid
             free_ctr(t, c);
         return brig_error_set(err, ENOMEM, "create `%s`", o->id);
     }
-    int r = mount_rootfs(c, o, err) < 0 ? SHIM_E_UNKNOWN : 0;
+    int r = o->n_mounts == 0 ? 0
+            : shim_rootfs_mount(o->bundle, o->mounts, o->n_mounts, &c->rootfs, err) < 0 ? SHIM_E_UNKNOWN
+                                                                                      : 0;
     if (r == 0)
         r = spawn(t, c->procs, do_create, err);
     if (r < 0 && c->procs->pid > 0) {
@@ -454,7 +388,7 @@ int shim_task_create(struct shim_tasks *t, const struct shim_create_opts *o, pid
     }
     if (r < 0) {
         if (c->rootfs)
-            unmount_rootfs(c->rootfs);
+            shim_rootfs_unmount(c->rootfs);
         free_ctr(t, c);
         return brig_error_wrap(err, "create `%s`", o->id), r;
     }
@@ -622,7 +556,7 @@ int shim_task_delete(struct shim_tasks *t, const char *id, const char *exec_id,
         if (x->started && !x->exited)
             kill(x->pid, SIGKILL);
     if (c->rootfs)
-        unmount_rootfs(c->rootfs);
+        shim_rootfs_unmount(c->rootfs);
     final_exit(p, out);
     free(t->gone_id);
     t->gone_id = brig_steal_ptr(c->id);
