@@ -46,7 +46,10 @@ containerd_import_busybox || die "the busybox image could not be imported"
 # shim_memory BINARY: "PSS_KIB RSS_KIB" summed over its running processes.
 shim_memory() {
 	local pid pss=0 rss=0 p r
-	for pid in $(pgrep -x "$1" || true); do
+	# By executable: pgrep -x can't match names past 15 characters.
+	for pid in $(for e in /proc/[0-9]*/exe; do
+		[ "$(basename "$(readlink "$e" 2>/dev/null)")" = "$1" ] && basename "$(dirname "$e")"
+	done); do
 		p=$(awk '/^Pss:/ { print $2 }' "/proc/$pid/smaps_rollup" 2>/dev/null || echo 0)
 		r=$(awk '/^Rss:/ { print $2 }' "/proc/$pid/smaps_rollup" 2>/dev/null || echo 0)
 		pss=$((pss + ${p:-0}))
