@@ -11,6 +11,7 @@ PACKAGES="
 	python3 podman
 	debootstrap squashfs-tools e2fsprogs
 	clang libclang-rt-14-dev crun
+	containerd
 	golang-go xz-utils golang-github-google-uuid-dev golang-github-hashicorp-go-multierror-dev
 	golang-github-mrunalp-fileutils-dev golang-github-opencontainers-runtime-spec-dev
 	golang-github-opencontainers-selinux-dev golang-github-sirupsen-logrus-dev

@@ -15,7 +15,7 @@ RECVTTY=${RECVTTY:-$top/tests/tools/recvtty}
 SECCOMP_AGENT=${SECCOMP_AGENT:-$top/tests/tools/seccomp-agent}
 export BRIG RECVTTY SECCOMP_AGENT top_srcdir="$top"
 
-cgroup_files="cgroups.bats cgroups_limits.bats podman.bats sandbox.bats"
+cgroup_files="cgroups.bats cgroups_limits.bats podman.bats sandbox.bats shim.bats"
 # criu needs kernel features the development and CI hosts' kernels lack:
 # these always run in the VM, whose Debian kernel has them.
 vm_files="checkpoint.bats"
