@@ -12,6 +12,7 @@
 #include "selfexe.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <sys/mman.h>
@@ -80,10 +81,47 @@ static int copy_self(int to, brig_error_t *err)
     return 0;
 }
 
+/* Without <linux/mount.h>, which clashes with glibc's <sys/mount.h>. */
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef OPEN_TREE_CLOEXEC
+#define OPEN_TREE_CLOEXEC O_CLOEXEC
+#endif
+#ifndef MOUNT_ATTR_RDONLY
+#define MOUNT_ATTR_RDONLY 0x00000001
+#endif
+struct selfexe_mount_attr {
+    uint64_t attr_set, attr_clr, propagation, userns_fd;
+};
+
+/* A detached, read-only bind mount of our own file (open_tree and
+ * mount_setattr, Linux 5.12): executing through it guards the host file
+ * like the sealed copy does (writes get EROFS), without copying a byte
+ * into memory that each long-lived process (the shim) would then hold.
+ * Needs CAP_SYS_ADMIN; -1 when it can't be had. */
+static int readonly_clone_of_self(void)
+{
+    int fd = (int) syscall(SYS_open_tree, AT_FDCWD, "/proc/self/exe", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct selfexe_mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY };
+    if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 int brig_selfexe_reexec_sealed(char **argv, brig_error_t *err)
 {
     if (brig_selfexe_is_sealed() || selfexe_on_readonly_mount())
         return 0;
+    int ro = readonly_clone_of_self();
+    if (ro >= 0) {
+        syscall(SYS_execveat, ro, "", argv, environ, AT_EMPTY_PATH);
+        close(ro); /* fall back to the sealed copy */
+    }
     cleanup_close int fd = memfd_for_exec();
     if (fd < 0)
         return brig_error_set(err, errno, "memfd_create for a sealed copy of brig");

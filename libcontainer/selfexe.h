@@ -9,8 +9,10 @@
 /* True when this process runs from a sealed in-memory copy of brig. */
 bool brig_selfexe_is_sealed(void);
 
-/* Re-executes brig (argv, environ) from a sealed in-memory copy of its
- * executable, unless it already runs from one. Returns only on failure. */
+/* Re-executes brig (argv, environ) through a detached read-only bind mount
+ * of its executable, or where that can't be had from a sealed in-memory
+ * copy, unless it already runs from a read-only mount or such a copy.
+ * Returns only on failure. */
 int brig_selfexe_reexec_sealed(char **argv, brig_error_t *err);
 
 #endif
