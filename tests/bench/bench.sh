@@ -4,7 +4,8 @@
 # where all three can. Results go to BENCH_OUT (default ./bench-results) as
 # host.json and vm.json. BENCH_ITERATIONS and BENCH_CONCURRENT set the host
 # run; BENCH_VM_ITERATIONS (30) and BENCH_VM_CONCURRENT (100) the VM run, where
-# each process costs tens of times more. BENCH_VM=0 skips the VM.
+# each process costs tens of times more. BENCH_VM=0 skips the VM. Then the
+# containerd shims in the VM (shim-memory.sh; BENCH_SHIM=0 skips them).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -23,3 +24,11 @@ echo
 	-e "BRIG=$BRIG" -e "BENCH_BIN=$BENCH_BIN" -e "top_srcdir=$top" -e BENCH_LABEL=vm \
 	-e "BENCH_ITERATIONS=${BENCH_VM_ITERATIONS:-30}" -e "BENCH_CONCURRENT=${BENCH_VM_CONCURRENT:-100}" \
 	bash "$here/run.sh" "$out/vm.json"
+
+# The containerd shims, side by side in the VM (tests/bench/shim-memory.sh):
+# memory per running container and `ctr run --rm` time. BENCH_SHIM=0 skips.
+[ "${BENCH_SHIM:-1}" = 0 ] && exit 0
+echo
+"$top/tests/vm/run.sh" --share "$top" --share "$out" -e "SHIM_DIR=$(dirname "$BRIG")" \
+	bash "$here/shim-memory.sh" "${BENCH_SHIM_CONTAINERS:-5}" "${BENCH_SHIM_RUNS:-10}" |
+	tee "$out/shim.txt"
