@@ -212,3 +212,31 @@ shim_running_for() {
 	run ctrd task ls -q
 	[[ "$output" != *t-i* ]]
 }
+
+@test "ctr task checkpoint: a running counter is dumped into a checkpoint image and keeps counting" {
+	command -v criu >/dev/null || fail "criu is not installed (scripts/install-deps.sh)"
+	ctrd run -d "${RT[@]}" "$CTRD_IMAGE" t-ckpt \
+		sh -c 'i=0; while :; do i=$((i+1)); echo $i >/count; sleep 0.1; done'
+	wait_for_status t-ckpt RUNNING
+	pid=$(task_pid t-ckpt)
+	run ctrd task checkpoint t-ckpt
+	[ "$status" -eq 0 ] || fail "checkpoint: $output; shim log: $(tail -n 5 "$CTRD_DIR/containerd.log")"
+	name=$output
+	[[ "$name" == */checkpoint/t-ckpt:* ]] || fail "checkpoint name: $name"
+	ctrd image ls -q | grep -qxF "$name"
+	# The image's index holds criu's dump (a tar of the image directory).
+	digest=$(ctrd image ls | awk -v n="$name" '$1 == n { print $3 }')
+	ctrd content get "$digest" |
+		jq -e '[.manifests[].mediaType] | index("application/vnd.containerd.container.criu.checkpoint.criu.tar") != null' \
+			>/dev/null || fail "no criu layer in $(ctrd content get "$digest")"
+	# ctr paused the task for the dump and resumed it: same init, still counting.
+	wait_for_status t-ckpt RUNNING
+	[ "$(task_pid t-ckpt)" = "$pid" ]
+	before=$(ctrd task exec --exec-id c1 t-ckpt cat /count)
+	sleep 1
+	after=$(ctrd task exec --exec-id c2 t-ckpt cat /count)
+	[ "$after" -gt "$before" ] || fail "counter stopped: $before then $after"
+	ctrd task kill -s KILL t-ckpt
+	wait_for_status t-ckpt STOPPED
+	ctrd task delete t-ckpt
+}
