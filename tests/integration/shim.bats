@@ -5,7 +5,7 @@
 # layout, and every ctr command a user would try: run --rm, exit codes,
 # stdout and stderr, -d, exec, -t, pause and resume, metrics, kill, delete,
 # OOM, containerd restarted under a running container, an init killed
-# from outside. Needs cgroup v2 with the memory, pids and cpu controllers,
+# from outside, task checkpoint (criu). Needs cgroup v2 with the memory, pids and cpu controllers,
 # so `make check` runs it in the test VM. ctr commands cost seconds there:
 # each test does a lot with few of them.
 
@@ -75,6 +75,17 @@ teardown() {
 
 task_pid() {
 	ctrd task ls | awk -v t="$1" '$1 == t { print $2 }'
+}
+
+# killed_then_deleted TASK: the task stops with 128+SIGKILL reported, and
+# deleting it then leaves nothing listed.
+killed_then_deleted() {
+	wait_for_status "$1" STOPPED
+	wait_for_event /tasks/exit "$1" '.exit_status == 137'
+	run ctrd task delete "$1"
+	[ "$status" -eq 0 ] || fail "delete $1: $output"
+	run ctrd task ls -q
+	[[ "$output" != *"$1"* ]]
 }
 
 shim_running_for() {
@@ -205,12 +216,7 @@ shim_running_for() {
 	ctrd run -d "${RT[@]}" "$CTRD_IMAGE" t-i sleep 1000
 	wait_for_status t-i RUNNING
 	kill -KILL "$(task_pid t-i)"
-	wait_for_status t-i STOPPED
-	wait_for_event /tasks/exit t-i '.exit_status == 137'
-	run ctrd task delete t-i
-	[ "$status" -eq 0 ] || fail "delete: $output"
-	run ctrd task ls -q
-	[[ "$output" != *t-i* ]]
+	killed_then_deleted t-i
 }
 
 @test "ctr task checkpoint: a running counter is dumped into a checkpoint image and keeps counting" {
@@ -239,4 +245,17 @@ shim_running_for() {
 	ctrd task kill -s KILL t-ckpt
 	wait_for_status t-ckpt STOPPED
 	ctrd task delete t-ckpt
+}
+
+@test "Checkpoint with runc's CheckpointOptions{exit}: the images are written, the task stops, its exit is reported" {
+	tool=$(dirname "$BRIG")/tests/tools/shim-checkpoint
+	[ -x "$tool" ] || fail "no $tool (build it)"
+	ctrd run -d "${RT[@]}" "$CTRD_IMAGE" t-ckx sh -c 'while :; do sleep 0.1; done'
+	wait_for_status t-ckx RUNNING
+	address=$(cat "$CTRD_DIR/state/io.containerd.runtime.v2.task/$CTRD_NS/t-ckx/address")
+	run "$tool" "$address" t-ckx "$CTRD_DIR/ckx-images" exit
+	[ "$status" -eq 0 ] || fail "checkpoint: $output"
+	[ -s "$CTRD_DIR/ckx-images/inventory.img" ] || fail "no criu images: $(ls "$CTRD_DIR/ckx-images")"
+	[ -s "$CTRD_DIR/ckx-images/descriptors.json" ]
+	killed_then_deleted t-ckx
 }
