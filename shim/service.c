@@ -209,7 +209,8 @@ static void h_create(struct ttrpc_call *call, const uint8_t *payload, size_t len
     struct shim_service *s = data;
     DECODE(Shimpb__CreateTaskRequest, shimpb__create_task_request__unpack, req);
     if (*req->checkpoint) {
-        ttrpc_reply_error(call, TTRPC_UNIMPLEMENTED, "restore from a checkpoint: not implemented");
+        ttrpc_reply_error(call, TTRPC_UNIMPLEMENTED, "create `%s` from checkpoint `%s`: restore is not supported by this shim (brig restore can restore the images)",
+                          req->id, req->checkpoint);
         shimpb__create_task_request__free_unpacked(req, NULL);
         return;
     }
@@ -458,9 +459,56 @@ static void h_resume(struct ttrpc_call *call, const uint8_t *payload, size_t len
     shimpb__resume_request__free_unpacked(req, NULL);
 }
 
+#define CHECKPOINT_OPTIONS_TYPE "containerd.runc.v1.CheckpointOptions"
+
+/* The request's options: runc's CheckpointOptions, or none (what ctr sends
+ * for a runtime other than runc's). */
+static int checkpoint_options(const Shimpb__CheckpointTaskRequest *req,
+                              Shimpb__CheckpointOptions **out, brig_error_t *err)
+{
+    *out = NULL;
+    const Shimpb__Any *any = req->options;
+    if (any == NULL || (!*any->type_url && !any->value.len))
+        return 0;
+    const char *type = strrchr(any->type_url, '/');
+    type = type ? type + 1 : any->type_url;
+    if (strcmp(type, CHECKPOINT_OPTIONS_TYPE) != 0)
+        return brig_error_set(err, 0, "checkpoint `%s`: options of type `%s`, want %s", req->id,
+                              any->type_url, CHECKPOINT_OPTIONS_TYPE);
+    *out = shimpb__checkpoint_options__unpack(NULL, any->value.len, any->value.data);
+    if (*out == NULL)
+        return brig_error_set(err, 0, "checkpoint `%s`: undecodable options", req->id);
+    if ((*out)->n_empty_namespaces)
+        return brig_error_set(err, 0, "checkpoint `%s`: empty_namespaces (`%s`): not supported",
+                              req->id, (*out)->empty_namespaces[0]);
+    return 0;
+}
+
 static void h_checkpoint(struct ttrpc_call *call, const uint8_t *payload, size_t len, void *data)
 {
-    ttrpc_reply_error(call, TTRPC_UNIMPLEMENTED, "checkpoint: not implemented");
+    struct shim_service *s = data;
+    DECODE(Shimpb__CheckpointTaskRequest, shimpb__checkpoint_task_request__unpack, req);
+    brig_error_t err = NULL;
+    Shimpb__CheckpointOptions *opts = NULL;
+    int rc = checkpoint_options(req, &opts, &err) < 0 ? SHIM_E_INVALID : 0;
+    if (rc == 0) {
+        struct shim_checkpoint_opts o = { .image_path = nonempty(req->path) };
+        if (opts) {
+            if (!o.image_path)
+                o.image_path = nonempty(opts->image_path);
+            o.work_path = nonempty(opts->work_path);
+            o.cgroups_mode = nonempty(opts->cgroups_mode);
+            o.exit = opts->exit;
+            o.open_tcp = opts->open_tcp;
+            o.external_unix_sockets = opts->external_unix_sockets;
+            o.file_locks = opts->file_locks;
+        }
+        rc = shim_task_checkpoint(s->tasks, req->id, &o, &err);
+    }
+    finish(call, rc, &err);
+    if (opts)
+        shimpb__checkpoint_options__free_unpacked(opts, NULL);
+    shimpb__checkpoint_task_request__free_unpacked(req, NULL);
 }
 
 /* ---- Exec, ResizePty, CloseIO, Update ---- */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "checkpoint.h"
 #include "cleanup.h"
 #include "container.h"
 #include "spec.h"
@@ -49,6 +50,7 @@ struct ctr {
     char *profile; /* "sandbox" when the runtime options ask for it, else NULL */
     struct proc *procs; /* the init first */
     bool paused;
+    bool state_gone; /* a checkpoint with exit removed libcontainer's state */
 };
 
 struct shim_tasks {
@@ -552,7 +554,8 @@ int shim_task_delete(struct shim_tasks *t, const char *id, const char *exec_id,
     if (p->started && !p->exited)
         return fail(err, SHIM_E_PRECONDITION, "delete `%s`: it is running", id);
     brig_error_t warning = NULL;
-    r = brig_container_delete(t->root, id, true, &warning, err);
+    if (!c->state_gone)
+        r = brig_container_delete(t->root, id, true, &warning, err);
     brig_error_release(&warning);
     if (r < 0)
         return brig_error_wrap(err, "delete `%s`", id), SHIM_E_UNKNOWN;
@@ -639,6 +642,38 @@ int shim_task_resume(struct shim_tasks *t, const char *id, brig_error_t *err)
         return SHIM_E_UNKNOWN;
     c->paused = false;
     return 0;
+}
+
+int shim_task_checkpoint(struct shim_tasks *t, const char *id,
+                         const struct shim_checkpoint_opts *o, brig_error_t *err)
+{
+    struct ctr *c;
+    int r = running_init(t, id, "checkpoint", &c, err);
+    if (r < 0)
+        return r;
+    if (o->image_path == NULL || *o->image_path == '\0')
+        return fail(err, SHIM_E_INVALID, "checkpoint `%s`: no image path", id);
+    struct brig_checkpoint_options co = {
+        .root = t->root,
+        .id = id,
+        .criu = { .image_path = o->image_path,
+                  .work_path = o->work_path && *o->work_path ? o->work_path : NULL,
+                  .tcp_established = o->open_tcp,
+                  .ext_unix_sk = o->external_unix_sockets,
+                  .file_locks = o->file_locks },
+        .leave_running = !o->exit,
+    };
+    if (o->cgroups_mode && *o->cgroups_mode &&
+        brig_cg_mode_parse(o->cgroups_mode, &co.criu.cg_mode, err) < 0)
+        return SHIM_E_INVALID;
+    r = brig_container_checkpoint(&co, err);
+    /* criu killed the processes (exit): their exits are reported now. */
+    shim_reaper_poll(t->reaper);
+    if (o->exit && r == 0) {
+        c->state_gone = true;
+        c->paused = false;
+    }
+    return r < 0 ? SHIM_E_UNKNOWN : 0;
 }
 
 int shim_task_update(struct shim_tasks *t, const char *id, const char *resources_json,

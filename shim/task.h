@@ -133,6 +133,20 @@ int shim_task_state(struct shim_tasks *t, const char *id, const char *exec_id,
 int shim_task_stats(struct shim_tasks *t, const char *id, struct shim_stats *out,
                     brig_error_t *err);
 
+/* Checkpoint: criu dumps the container's processes into image_path (the
+ * call blocks the shim for the dump's duration; the loop runs nothing
+ * meanwhile). Without exit the container keeps running, in the state it
+ * was in (paused stays paused); with exit its processes are killed after
+ * the dump and the init's exit is reported as any other. */
+struct shim_checkpoint_opts {
+    const char *image_path;  /* required */
+    const char *work_path;   /* criu's log and scratch; NULL: image_path */
+    const char *cgroups_mode; /* NULL or "": criu's "soft" */
+    bool exit, open_tcp, external_unix_sockets, file_locks;
+};
+int shim_task_checkpoint(struct shim_tasks *t, const char *id,
+                         const struct shim_checkpoint_opts *o, brig_error_t *err);
+
 /* Wait: calls cb at once (before returning) if the process has exited,
  * else once when it exits (after on_exit), or when it is deleted without
  * having exited (with Delete's answer). */

@@ -292,6 +292,18 @@ int main(void)
           "deleting a running container is FailedPrecondition");
     brig_error_release(&err);
     CHECK(shim_task_resize_pty(t, "c2", NULL, 80, 24, &err) == 0, "resize without a terminal is a no-op");
+    struct shim_checkpoint_opts ck = { .image_path = NULL };
+    CHECK(shim_task_checkpoint(t, "c2", &ck, &err) == SHIM_E_INVALID,
+          "checkpoint without an image path is InvalidArgument");
+    brig_error_release(&err);
+    ck.image_path = "/nonexistent-images";
+    ck.cgroups_mode = "sometimes";
+    CHECK(shim_task_checkpoint(t, "c2", &ck, &err) == SHIM_E_INVALID,
+          "checkpoint with an unknown cgroups mode is InvalidArgument");
+    brig_error_release(&err);
+    CHECK(shim_task_checkpoint(t, "nope", &ck, &err) == SHIM_E_NOT_FOUND,
+          "checkpoint of an unknown container is NotFound");
+    brig_error_release(&err);
     CHECK(shim_task_kill(t, "c2", NULL, SIGKILL, false, &err) == 0, "kill c2");
     CHECK(run_until_exit(l, "c2/"), "c2's exit is reported");
     CHECK(status_of("c2/") == 128 + SIGKILL, "with 128+SIGKILL");

@@ -32,17 +32,18 @@ static void h_echo(struct ttrpc_call *call, const uint8_t *payload, size_t len, 
     shimpb__connect_request__free_unpacked(req, NULL);
 }
 
-static struct ttrpc_call *later_call;
+static int later_answered;
 
+/* A deferred answer, as Wait gives when the process exits. */
 static void answer_later(struct shim_loop *loop, void *data)
 {
-    ttrpc_reply_error(later_call, TTRPC_NOT_FOUND, "late: not found");
+    later_answered++;
+    ttrpc_reply_error(data, TTRPC_NOT_FOUND, "late: not found");
 }
 
 static void h_later(struct ttrpc_call *call, const uint8_t *payload, size_t len, void *data)
 {
-    later_call = call;
-    shim_loop_after(data, 50, answer_later, NULL, NULL);
+    shim_loop_after(data, 50, answer_later, call, NULL);
 }
 
 static void stop(struct shim_loop *loop, void *data)
@@ -138,6 +139,37 @@ static void test_server(void)
     shimpb__response__free_unpacked(r, NULL);
 
     close(c);
+
+    /* A client hangs up while its deferred call is pending (a Wait whose
+     * caller went away): the answer is still made and dropped, and another
+     * client is served as before. */
+    later_answered = 0;
+    int gone = socket(AF_UNIX, SOCK_STREAM, 0);
+    CHECK(connect(gone, (struct sockaddr *) &sa, sizeof(sa)) == 0, "first client connects");
+    send_call(gone, 1, "test.Svc", "Later", "x");
+    shim_loop_after(loop, 10, stop, NULL, NULL);
+    CHECK(shim_loop_run(loop, NULL) == 0, "loop ran with the call pending");
+    close(gone);
+    int other = socket(AF_UNIX, SOCK_STREAM, 0);
+    CHECK(connect(other, (struct sockaddr *) &sa, sizeof(sa)) == 0, "second client connects");
+    send_call(other, 1, "test.Svc", "Later", "y");
+    send_call(other, 3, "test.Svc", "Echo", "still here");
+    shim_loop_after(loop, 300, stop, NULL, NULL);
+    CHECK(shim_loop_run(loop, NULL) == 0, "loop ran after the hang-up");
+    CHECK(later_answered == 2, "the departed client's deferred call was still answered");
+    r = read_response(other, &stream);
+    cr = r ? shimpb__connect_response__unpack(NULL, r->payload.len, r->payload.data) : NULL;
+    CHECK(r && stream == 3 && cr && strcmp(cr->version, "still here") == 0,
+          "second client's call answered after the first hung up");
+    if (cr)
+        shimpb__connect_response__free_unpacked(cr, NULL);
+    shimpb__response__free_unpacked(r, NULL);
+    r = read_response(other, &stream);
+    CHECK(r && stream == 1 && r->status && r->status->code == TTRPC_NOT_FOUND,
+          "second client's deferred call answered");
+    shimpb__response__free_unpacked(r, NULL);
+    close(other);
+
     ttrpc_server_free(srv);
     shim_loop_free(loop);
     unlink(path);
