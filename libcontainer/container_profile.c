@@ -218,8 +218,9 @@ int brig_container_profile_teardown(int dir_fd, brig_error_t *err)
 }
 
 /* The data image of a bundle run with --profile lives in the state dir,
- * which checkpoint's delete removes: such a checkpoint could only restore
- * an empty /mnt/data (or, with --leave-running, mount the live one twice). */
+ * which checkpoint's delete removes: a restore would find it gone and make
+ * an empty one, in a dir of the state root that no container owns (and a
+ * --leave-running snapshot fares the same once the container is deleted). */
 static bool data_in_state_dir(const struct brig_profile_settings *s, const char *root,
                               const char *id)
 {

@@ -289,6 +289,19 @@ time.sleep(1000)'
 	run --separate-stderr brig checkpoint --manage-cgroups-mode bogus "$CID"
 	assert_one_line_error "bogus"
 	brig delete --force "$CID"
+
+	# A bundle's sandbox keeps its data in its state dir: refused before the
+	# dump, so the container runs on with its data.
+	export BRIG_INIT=${BRIG_INIT:-$(dirname "$BRIG")/brig-init}
+	rm -rf "$IMG"
+	update_config '.mounts |= map(select(.destination != "/mnt/data"))'
+	brig_detached run -d --profile sandbox "$CID"
+	run --separate-stderr brig checkpoint --image-path "$IMG" "$CID"
+	assert_one_line_error "$CID" "/mnt/data lives in its state dir"
+	[ "$(container_status "$CID")" = running ]
+	[ ! -e "$IMG/inventory.img" ]
+	brig delete --force "$CID"
+	assert_no_leftovers "$CID"
 }
 
 # wait_for_file_present FILE: until FILE exists (~30 seconds: python and the
