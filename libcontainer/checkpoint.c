@@ -339,7 +339,7 @@ static int check_parent(int image_fd, const char *parent, brig_error_t *err)
     return 0;
 }
 
-static int dump(const struct brig_checkpoint_options *o, const struct brig_state *st,
+static int dump(const struct brig_checkpoint_options *o, int dir_fd, const struct brig_state *st,
                 const struct brig_spec *spec, brig_error_t *err)
 {
     struct brig_criu c;
@@ -365,6 +365,8 @@ static int dump(const struct brig_checkpoint_options *o, const struct brig_state
         criu_local_set_track_mem(c.opts, true);
     if (r == 0 && !o->pre_dump)
         r = write_descriptors(&c, st->pid, err);
+    if (r == 0 && !o->pre_dump)
+        r = brig_container_profile_export(dir_fd, o->root, o->id, c.image_fd, err);
     if (r == 0) {
         int ret = o->pre_dump ? criu_local_pre_dump(c.opts) : criu_local_dump(c.opts);
         if (ret != 0)
@@ -399,7 +401,7 @@ int brig_container_checkpoint(const struct brig_checkpoint_options *o, brig_erro
         r = brig_error_set(err, 0, "container `%s` has a terminal (process.terminal): not supported",
                            o->id);
     if (r == 0)
-        r = dump(o, st, spec, err);
+        r = dump(o, dir_fd, st, spec, err);
     if (r < 0)
         brig_error_wrap(err, "checkpoint `%s`", o->id);
     brig_spec_free(spec);

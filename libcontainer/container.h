@@ -95,6 +95,16 @@ int brig_container_profile_setup(const struct brig_create_options *o, struct bri
                                  int dir_fd, brig_error_t *err);
 int brig_container_profile_reapply(int dir_fd, struct brig_spec *spec, brig_error_t *err);
 int brig_container_profile_teardown(int dir_fd, brig_error_t *err);
+/* Across a checkpoint: the settings go with the images (a file named
+ * BRIG_PROFILE_IMAGE_FILE in image_fd; refused when the data image lives
+ * in the state dir, which the checkpoint removes), and restore installs
+ * them in the new state dir as create does. export: 0 also without the
+ * profile; import: 1 when the images had it, 0 when not. */
+#define BRIG_PROFILE_IMAGE_FILE "brig-profile"
+int brig_container_profile_export(int dir_fd, const char *root, const char *id, int image_fd,
+                                  brig_error_t *err);
+int brig_container_profile_import(int image_fd, int dir_fd, struct brig_spec *spec,
+                                  brig_error_t *err);
 
 /* Operations on a live container's cgroup (container_cgroup.c). */
 int brig_container_pause(const char *root, const char *id, brig_error_t *err);

@@ -124,6 +124,26 @@ static int resolve_settings(const struct brig_create_options *o, struct brig_pro
     return 0;
 }
 
+/* The settings kept in the state dir (written before anything is mounted,
+ * so delete knows what to undo), the data image mounted, the spec rewritten. */
+static int install(int dir_fd, const struct brig_profile_settings *s, struct brig_spec *spec,
+                   brig_error_t *err)
+{
+    cleanup_free char *text = NULL;
+    struct brig_seccomp *seccomp = NULL;
+    int r = brig_profile_settings_format(s, &text, err);
+    if (r == 0)
+        r = brig_write_file_atomic_at(dir_fd, PROFILE_FILE, text, strlen(text), 0600, err);
+    if (r == 0)
+        r = load_seccomp(s->seccomp_path, &seccomp, err);
+    if (r == 0)
+        r = brig_data_image_setup(s->data_dir, s->data_size, BRIG_SANDBOX_UID, BRIG_SANDBOX_GID, err);
+    if (r == 0)
+        r = brig_profile_apply(spec, s, brig_steal_ptr(seccomp), err);
+    brig_seccomp_free_spec(seccomp);
+    return r;
+}
+
 int brig_container_profile_setup(const struct brig_create_options *o, struct brig_spec *spec,
                                  int dir_fd, brig_error_t *err)
 {
@@ -144,32 +164,21 @@ int brig_container_profile_setup(const struct brig_create_options *o, struct bri
     } else {
         r = brig_profile_settings_default(&s, err);
     }
-    cleanup_free char *text = NULL;
-    struct brig_seccomp *seccomp = NULL;
     if (r == 0)
         r = resolve_settings(o, &s, err);
     if (r == 0)
-        r = brig_profile_settings_format(&s, &text, err);
-    /* Written before anything is mounted, so delete knows what to undo. */
-    if (r == 0)
-        r = brig_write_file_atomic_at(dir_fd, PROFILE_FILE, text, strlen(text), 0600, err);
-    if (r == 0)
-        r = load_seccomp(s.seccomp_path, &seccomp, err);
-    if (r == 0)
-        r = brig_data_image_setup(s.data_dir, s.data_size, BRIG_SANDBOX_UID, BRIG_SANDBOX_GID, err);
-    if (r == 0)
-        r = brig_profile_apply(spec, &s, brig_steal_ptr(seccomp), err);
-    brig_seccomp_free_spec(seccomp);
+        r = install(dir_fd, &s, spec, err);
     brig_profile_settings_clear(&s);
     return r;
 }
 
-static int read_settings(int dir_fd, struct brig_profile_settings *s, brig_error_t *err)
+static int read_settings(int dir_fd, const char *name, struct brig_profile_settings *s,
+                         brig_error_t *err)
 {
     cleanup_free char *text = NULL;
     size_t len = 0;
     *s = (struct brig_profile_settings) { 0 };
-    if (brig_read_file_at(dir_fd, PROFILE_FILE, &text, &len, err) < 0) {
+    if (brig_read_file_at(dir_fd, name, &text, &len, err) < 0) {
         if ((*err)->errnum == ENOENT) {
             brig_error_release(err);
             return 0;
@@ -186,7 +195,7 @@ static int read_settings(int dir_fd, struct brig_profile_settings *s, brig_error
 int brig_container_profile_reapply(int dir_fd, struct brig_spec *spec, brig_error_t *err)
 {
     struct brig_profile_settings s;
-    int r = read_settings(dir_fd, &s, err);
+    int r = read_settings(dir_fd, PROFILE_FILE, &s, err);
     if (r <= 0)
         return r;
     struct brig_seccomp *seccomp = NULL;
@@ -200,10 +209,59 @@ int brig_container_profile_reapply(int dir_fd, struct brig_spec *spec, brig_erro
 int brig_container_profile_teardown(int dir_fd, brig_error_t *err)
 {
     struct brig_profile_settings s;
-    int r = read_settings(dir_fd, &s, err);
+    int r = read_settings(dir_fd, PROFILE_FILE, &s, err);
     if (r <= 0)
         return r;
     r = s.data_dir ? brig_data_image_unmount(s.data_dir, err) : 0;
     brig_profile_settings_clear(&s);
     return r;
+}
+
+/* The data image of a bundle run with --profile lives in the state dir,
+ * which checkpoint's delete removes: a restore would find it gone and make
+ * an empty one, in a dir of the state root that no container owns (and a
+ * --leave-running snapshot fares the same once the container is deleted). */
+static bool data_in_state_dir(const struct brig_profile_settings *s, const char *root,
+                              const char *id)
+{
+    cleanup_free char *real = realpath(root, NULL);
+    cleanup_free char *state = NULL;
+    if (real == NULL || asprintf(&state, "%s/%s", real, id) < 0)
+        return false;
+    return s->data_dir && strcmp(s->data_dir, state) == 0;
+}
+
+int brig_container_profile_export(int dir_fd, const char *root, const char *id, int image_fd,
+                                  brig_error_t *err)
+{
+    struct brig_profile_settings s;
+    int r = read_settings(dir_fd, PROFILE_FILE, &s, err);
+    if (r <= 0)
+        return r;
+    cleanup_free char *text = NULL;
+    if (data_in_state_dir(&s, root, id))
+        r = brig_error_set(err, 0,
+                           "its /mnt/data lives in its state dir and would not outlive it "
+                           "(checkpoint a `brig sandbox`, whose data has a dir of its own)");
+    else
+        r = brig_profile_settings_format(&s, &text, err);
+    if (r == 0)
+        r = brig_write_file_atomic_at(image_fd, BRIG_PROFILE_IMAGE_FILE, text, strlen(text), 0600,
+                                      err);
+    brig_profile_settings_clear(&s);
+    return r;
+}
+
+int brig_container_profile_import(int image_fd, int dir_fd, struct brig_spec *spec,
+                                  brig_error_t *err)
+{
+    struct brig_profile_settings s;
+    int r = read_settings(image_fd, BRIG_PROFILE_IMAGE_FILE, &s, err);
+    if (r < 0)
+        return brig_error_wrap(err, "%s", BRIG_PROFILE_IMAGE_FILE);
+    if (r == 0)
+        return 0;
+    r = install(dir_fd, &s, spec, err);
+    brig_profile_settings_clear(&s);
+    return r < 0 ? -1 : 1;
 }

@@ -127,7 +127,7 @@ static int enter_cgroup(const struct brig_cgroup *cg, struct brig_cgroup *back, 
 
 struct restore_run {
     const struct brig_restore_options *o;
-    const struct brig_spec *spec;
+    struct brig_spec *spec;
     struct brig_state *st;
     struct brig_criu criu;
     int netns_fd;
@@ -186,7 +186,12 @@ static int restore_in_dir(struct restore_run *rr, int dir_fd, const char *config
 {
     const struct brig_restore_options *o = rr->o;
     struct brig_create_options co = { .root = o->root, .id = o->id, .bundle = o->bundle };
-    int r = brig_container_new_state(&co, rr->spec, &rr->st, err);
+    /* A checkpointed sandbox comes back a sandbox: the bundle's raw spec
+     * gets the profile's rewrite (its mounts, user, seccomp, limits, init)
+     * before anything below reads it. */
+    int r = brig_container_profile_import(rr->criu.image_fd, dir_fd, rr->spec, err) < 0 ? -1 : 0;
+    if (r == 0)
+        r = brig_container_new_state(&co, rr->spec, &rr->st, err);
     if (r == 0) {
         cleanup_free char *json = NULL;
         size_t len = 0;
@@ -277,6 +282,8 @@ static int restore(const struct brig_restore_options *o, pid_t *init_pid, brig_e
             r = -1;
         } else if (restore_in_dir(&rr, dir_fd, config_path, init_pid, err) < 0) {
             brig_error_t ignored = NULL;
+            brig_container_profile_teardown(dir_fd, &ignored);
+            brig_error_release(&ignored);
             brig_state_dir_remove(root_fd, o->id, &ignored);
             brig_error_release(&ignored);
             r = -1;

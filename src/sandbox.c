@@ -28,7 +28,9 @@ static const char usage[] =
     "  exec [options] ID -- CMD...  run a command in it (user sandbox, cwd /mnt/data)\n"
     "  cp SRC ID:PATH | ID:PATH DST copy a file into or out of /mnt/data\n"
     "  ls                           the sandboxes: state, age, /mnt/data use\n"
-    "  rm ID                        kill it and remove everything, /mnt/data included\n\n"
+    "  rm ID                        kill it and remove everything, /mnt/data included\n"
+    "  checkpoint [options] ID      dump its processes to disk (criu), data kept\n"
+    "  restore [options] ID         bring a checkpointed sandbox back\n\n"
     "See `brig sandbox COMMAND --help` and brig-sandbox(8).\n";
 
 /* Where sandboxes keep their bundle and data image: $BRIG_SANDBOX_DIR, or
@@ -206,9 +208,10 @@ int brig_cmd_sandbox(int argc, char **argv)
     } commands[] = {
         { "create", sandbox_cmd_create }, { "exec", sandbox_cmd_exec },
         { "cp", sandbox_cmd_cp }, { "ls", cmd_ls }, { "rm", cmd_rm },
+        { "checkpoint", sandbox_cmd_checkpoint }, { "restore", sandbox_cmd_restore },
     };
     if (argc < 2)
-        return brig_fail_msg("sandbox: missing command (create, exec, cp, ls, rm; see `brig sandbox --help`)");
+        return brig_fail_msg("sandbox: missing command (create, exec, cp, ls, rm, checkpoint, restore; see `brig sandbox --help`)");
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
         return brig_usage(usage);
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
@@ -217,5 +220,5 @@ int brig_cmd_sandbox(int argc, char **argv)
             return commands[i].fn(argc - 1, argv + 1);
         }
     }
-    return brig_fail_msg("sandbox: unknown command `%s` (create, exec, cp, ls, rm)", argv[1]);
+    return brig_fail_msg("sandbox: unknown command `%s` (create, exec, cp, ls, rm, checkpoint, restore)", argv[1]);
 }

@@ -15,5 +15,7 @@ int sandbox_remove(const char *id, brig_error_t *err);
 int sandbox_cmd_create(int argc, char **argv);
 int sandbox_cmd_exec(int argc, char **argv);
 int sandbox_cmd_cp(int argc, char **argv);
+int sandbox_cmd_checkpoint(int argc, char **argv);
+int sandbox_cmd_restore(int argc, char **argv);
 
 #endif

@@ -212,6 +212,53 @@ time.sleep(1000)'
 	assert_no_leftovers "$CID"
 }
 
+# A real sandbox (brig sandbox, the shared tree, brig-init as PID 1): the
+# profile is not in the bundle's config.json, so restore must get it from
+# the images for the sandbox to come back a sandbox.
+@test "brig sandbox checkpoint and restore: memory, /mnt/data, brig-init, user, seccomp and limits come back" {
+	local tree=${BRIG_SANDBOX_ROOTFS:-/var/lib/brig/rootfs}
+	[ -d "$tree/usr/bin" ] || fail "no sandbox tree at $tree: run \`make rootfs\`"
+	export BRIG_SANDBOX_DIR=$BATS_TEST_TMPDIR/sandboxes
+	export BRIG_INIT=${BRIG_INIT:-$(dirname "$BRIG")/brig-init}
+	# The service draws a number it keeps only in memory and records each
+	# start: a restarted service would record a second, different number.
+	cat >"$BATS_TEST_TMPDIR/services.conf" <<-'EOF'
+		[program:keeper]
+		command = sh -c 's=$(od -An -N8 -tu8 /dev/urandom); echo $s >>/mnt/data/starts; while :; do if [ -e /mnt/data/ask ]; then echo $s >/mnt/data/answer; rm /mnt/data/ask; fi; sleep 0.2; done'
+	EOF
+	brig_detached sandbox create --rootfs "$tree" --services "$BATS_TEST_TMPDIR/services.conf" \
+		--memory 96M --pids 40 sb
+	local data=$BRIG_SANDBOX_DIR/sb/data
+	wait_for_file_present "$data/starts"
+	secret=$(cat "$data/starts")
+	[ -n "$secret" ]
+	echo kept >"$data/before.txt"
+	old_pid=$(container_pid sb)
+
+	brig sandbox checkpoint sb
+	refute brig state sb
+	[ ! -e "/proc/$old_pid" ]
+	[ -f "$BRIG_SANDBOX_DIR/sb/checkpoint/brig-profile" ]
+	brig_detached sandbox restore sb
+
+	[ "$(container_status sb)" = running ]
+	touch "$data/ask"
+	wait_for_file_present "$data/answer"
+	[ "$(cat "$data/answer")" = "$secret" ]
+	[ "$(cat "$data/starts")" = "$secret" ]
+	[ "$(cat "$data/before.txt")" = kept ]
+	pid=$(container_pid sb)
+	[ "$(cat "/proc/$pid/comm")" = brig-init ]
+	[ "$(awk '/^Uid:/ {print $2}' "/proc/$pid/status")" = 1000 ]
+	[ "$(awk '/^Seccomp:/ {print $2}' "/proc/$pid/status")" = 2 ]
+	cg=$(container_cgroup sb)
+	[ "$(cat "$cg/memory.max")" = 100663296 ]
+	[ "$(cat "$cg/pids.max")" = 40 ]
+	brig sandbox rm sb
+	assert_no_leftovers sb
+	[ ! -e "$BRIG_SANDBOX_DIR/sb" ]
+}
+
 @test "bad input: a missing image dir, or an id that exists, is one clear line and leaves nothing" {
 	run --separate-stderr brig restore --image-path "$BATS_TEST_TMPDIR/nothing-here" "$CID"
 	assert_one_line_error "nothing-here" "No such file or directory"
@@ -242,6 +289,19 @@ time.sleep(1000)'
 	run --separate-stderr brig checkpoint --manage-cgroups-mode bogus "$CID"
 	assert_one_line_error "bogus"
 	brig delete --force "$CID"
+
+	# A bundle's sandbox keeps its data in its state dir: refused before the
+	# dump, so the container runs on with its data.
+	export BRIG_INIT=${BRIG_INIT:-$(dirname "$BRIG")/brig-init}
+	rm -rf "$IMG"
+	update_config '.mounts |= map(select(.destination != "/mnt/data"))'
+	brig_detached run -d --profile sandbox "$CID"
+	run --separate-stderr brig checkpoint --image-path "$IMG" "$CID"
+	assert_one_line_error "$CID" "/mnt/data lives in its state dir"
+	[ "$(container_status "$CID")" = running ]
+	[ ! -e "$IMG/inventory.img" ]
+	brig delete --force "$CID"
+	assert_no_leftovers "$CID"
 }
 
 # wait_for_file_present FILE: until FILE exists (~30 seconds: python and the
