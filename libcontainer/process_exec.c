@@ -207,12 +207,16 @@ int brig_process_become(const struct brig_process *p, struct brig_seccomp_filter
     if (p->terminal && brig_terminal_setup_init(p, sync_fd, err) < 0)
         return brig_error_wrap(err, "terminal");
     const char *cwd = p->cwd ? p->cwd : "/";
+    /* Checked before the filter is loaded where possible: a spec may
+     * refuse getcwd to the process (the runtime-tools suite does). */
     bool cwd_done = chdir(cwd) == 0;
+    if (cwd_done && check_cwd_inside(cwd, err) < 0)
+        return -1;
     if (brig_process_drop_and_filter(p, filter, sync_fd, err) < 0)
         return -1;
     if (!cwd_done && chdir(cwd) < 0)
         return brig_error_set(err, errno, "chdir to cwd `%s`", cwd);
-    if (check_cwd_inside(cwd, err) < 0)
+    if (!cwd_done && check_cwd_inside(cwd, err) < 0)
         return -1;
     if (brig_process_find_executable(p, exe, err) < 0)
         return -1;

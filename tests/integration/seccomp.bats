@@ -21,6 +21,15 @@ allow_all_but() {
 	[[ "$output" == *"Seccomp:"*2* ]]
 }
 
+@test "a filter refusing getcwd still lets the process start, in its cwd" {
+	allow_all_but '[{names: ["getcwd"], action: "SCMP_ACT_ERRNO", errnoRet: 1}]'
+	update_config '.process.cwd = "/bin"'
+	set_args sh -c 'ls ./busybox'
+	run brig run "$CID"
+	[ "$status" -eq 0 ] || fail "status $status: $output"
+	[ "$output" = ./busybox ]
+}
+
 @test "a KILL_PROCESS rule kills the process with SIGSYS" {
 	allow_all_but '[{names: ["mkdir", "mkdirat"], action: "SCMP_ACT_KILL_PROCESS"}]'
 	set_args mkdir /x
