@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "selfexe.h"
 #include "container.h"
 #include "dataimage.h"
 #include "profile.h"
@@ -28,10 +29,8 @@
 static char *beside_self(const char *name)
 {
     char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0)
+    if (brig_selfexe_path(self, sizeof self) < 0)
         return NULL;
-    self[n] = '\0';
     char *path = NULL;
     if (asprintf(&path, "%s/%s", dirname(self), name) < 0)
         return NULL;

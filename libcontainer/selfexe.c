@@ -12,6 +12,9 @@
 #include "selfexe.h"
 
 #include <errno.h>
+#include <string.h>
+#include <stdlib.h>
+#include <limits.h>
 #include <stdint.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -32,6 +35,8 @@
 #endif
 
 extern char **environ;
+
+#define SELF_EXE_ENV "BRIG_SELF_EXE"
 
 #define SEALS_NEEDED (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
 
@@ -113,10 +118,33 @@ static int readonly_clone_of_self(void)
     return fd;
 }
 
+int brig_selfexe_path(char *buf, size_t size)
+{
+    const char *env = getenv(SELF_EXE_ENV);
+    if (env && *env && strlen(env) < size) {
+        strcpy(buf, env);
+        return 0;
+    }
+    ssize_t n = readlink("/proc/self/exe", buf, size - 1);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    return 0;
+}
+
 int brig_selfexe_reexec_sealed(char **argv, brig_error_t *err)
 {
     if (brig_selfexe_is_sealed() || selfexe_on_readonly_mount())
         return 0;
+    /* After the re-exec /proc/self/exe no longer names the installed file
+     * (a detached mount or a memfd): keep its path for the files that sit
+     * beside it in a build tree. */
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        setenv(SELF_EXE_ENV, self, 1);
+    }
     int ro = readonly_clone_of_self();
     if (ro >= 0) {
         syscall(SYS_execveat, ro, "", argv, environ, AT_EMPTY_PATH);

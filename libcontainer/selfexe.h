@@ -3,6 +3,7 @@
 #define BRIG_SELFEXE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "error.h"
 
@@ -14,5 +15,9 @@ bool brig_selfexe_is_sealed(void);
  * copy, unless it already runs from a read-only mount or such a copy.
  * Returns only on failure. */
 int brig_selfexe_reexec_sealed(char **argv, brig_error_t *err);
+
+/* The path of the brig file this process was started from, also after the
+ * re-exec; -1 when unknown. */
+int brig_selfexe_path(char *buf, size_t size);
 
 #endif
