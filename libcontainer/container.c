@@ -195,6 +195,20 @@ char *brig_container_own_cgroup(void)
     return strdup("/");
 }
 
+/* A create or restore that failed: whatever reached the cgroup is killed
+ * and the cgroup removed, best effort. */
+void brig_container_undo_cgroup(struct brig_cgroup *cg)
+{
+    if (cg->path == NULL)
+        return;
+    brig_error_t ignored = NULL;
+    if (cg->dir_fd >= 0)
+        brig_cgroup_kill_all(cg, &ignored);
+    brig_error_release(&ignored);
+    brig_cgroup_destroy(cg->path, &ignored);
+    brig_error_release(&ignored);
+}
+
 int brig_container_setup_cgroup(const struct brig_create_options *o, const struct brig_spec *spec,
                         struct brig_cgroup *cg, brig_error_t *err)
 {
@@ -306,14 +320,8 @@ static int create_in_dir(const struct brig_create_options *o, const struct brig_
         if (r < 0)
             kill(st->pid, SIGKILL);
     }
-    if (r < 0 && cg.path) {
-        brig_error_t ignored = NULL;
-        if (cg.dir_fd >= 0)
-            brig_cgroup_kill_all(&cg, &ignored);
-        brig_error_release(&ignored);
-        brig_cgroup_destroy(cg.path, &ignored);
-        brig_error_release(&ignored);
-    }
+    if (r < 0)
+        brig_container_undo_cgroup(&cg);
     brig_seccomp_free(filter);
     brig_cgroup_close(&cg);
     brig_state_free(st);

@@ -40,6 +40,7 @@ int brig_container_new_state(const struct brig_create_options *o, const struct b
  * ("/" when unknown). Caller frees. */
 char *brig_container_own_cgroup(void);
 struct brig_cgroup;
+void brig_container_undo_cgroup(struct brig_cgroup *cg);
 int brig_container_setup_cgroup(const struct brig_create_options *o, const struct brig_spec *spec,
                                 struct brig_cgroup *cg, brig_error_t *err);
 

@@ -335,16 +335,6 @@ static bool is_bind(const struct brig_mount *m)
     return false;
 }
 
-static void free_mount(struct brig_mount *m)
-{
-    free(m->destination);
-    free(m->type);
-    free(m->source);
-    brig_strv_free(&m->options);
-    free(m->uid_mappings);
-    free(m->gid_mappings);
-}
-
 static int add_mount(struct brig_spec *spec, const char *dest, const char *type,
                      const char *source, const char *const *options)
 {
@@ -368,7 +358,7 @@ static int apply_mounts(struct brig_spec *spec, const struct brig_profile_settin
     for (size_t i = 0; i < spec->n_mounts; i++) {
         struct brig_mount *m = &spec->mounts[i];
         if (is_bind(m) || profile_owns(m->destination))
-            free_mount(m);
+            brig_mount_free_fields(m);
         else
             spec->mounts[kept++] = *m;
     }

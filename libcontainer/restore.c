@@ -242,14 +242,8 @@ static int restore_in_dir(struct restore_run *rr, int dir_fd, const char *config
         if (r < 0)
             kill(pid, SIGKILL);
     }
-    if (r < 0 && cg.path) {
-        brig_error_t ignored = NULL;
-        if (cg.dir_fd >= 0)
-            brig_cgroup_kill_all(&cg, &ignored);
-        brig_error_release(&ignored);
-        brig_cgroup_destroy(cg.path, &ignored);
-        brig_error_release(&ignored);
-    }
+    if (r < 0)
+        brig_container_undo_cgroup(&cg);
     brig_cgroup_close(&cg);
     return r;
 }

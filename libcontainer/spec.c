@@ -654,6 +654,16 @@ static void free_hook_list(struct brig_hook_list *l)
     free(l->items);
 }
 
+void brig_mount_free_fields(struct brig_mount *m)
+{
+    free(m->destination);
+    free(m->type);
+    free(m->source);
+    brig_strv_free(&m->options);
+    free(m->uid_mappings);
+    free(m->gid_mappings);
+}
+
 void brig_spec_free(struct brig_spec *spec)
 {
     if (spec == NULL)
@@ -667,13 +677,7 @@ void brig_spec_free(struct brig_spec *spec)
     free(spec->hostname);
     free(spec->domainname);
     for (size_t i = 0; i < spec->n_mounts; i++) {
-        struct brig_mount *m = &spec->mounts[i];
-        free(m->destination);
-        free(m->type);
-        free(m->source);
-        brig_strv_free(&m->options);
-        free(m->uid_mappings);
-        free(m->gid_mappings);
+        brig_mount_free_fields(&spec->mounts[i]);
     }
     free(spec->mounts);
     free_hook_list(&spec->hooks.prestart);

@@ -352,6 +352,8 @@ int brig_spec_load(const char *path, struct brig_spec **out, brig_error_t *err);
  * caller that keeps a copy of what it parsed without reading it again. */
 int brig_spec_load_text(const char *path, struct brig_spec **out, char **text, size_t *len,
                         brig_error_t *err);
+/* Frees what a mount owns, not the mount itself. */
+void brig_mount_free_fields(struct brig_mount *m);
 void brig_spec_free(struct brig_spec *spec);
 
 /* A lone OCI process object (exec --process FILE). */
