@@ -259,9 +259,11 @@ static int create_in_dir(const struct brig_create_options *o, const struct brig_
                    || fchmodat(dir_fd, BRIG_EXEC_FIFO, 0622, 0) < 0))
         r = brig_error_set(err, errno, "create exec fifo");
     /* post* hooks and exec need the spec: keep it as it was created (the
-     * very bytes parsed), rather than trusting the bundle to stay unchanged. */
+     * very bytes parsed), rather than trusting the bundle to stay unchanged.
+     * Written in place: the dir is new, and ours under its lock until
+     * state.json appears. */
     if (r == 0)
-        r = brig_write_file_atomic_at(dir_fd, BRIG_SAVED_CONFIG, config_text, config_len, 0600, err);
+        r = brig_write_file_new_at(dir_fd, BRIG_SAVED_CONFIG, config_text, config_len, 0600, err);
     if (r == 0 && brig_mounts_check_destinations(spec, st->rootfs, err) < 0)
         r = brig_error_wrap(err, "%s", config_path);
     struct brig_cgroup cg = { NULL, -1 };

@@ -225,7 +225,7 @@ int brig_ebpf_devices_compile(const struct brig_device_rule *rules, size_t n, bo
 
 /* ---- loading and attaching ------------------------------------------------------- */
 
-static int sys_bpf(int cmd, union bpf_attr *attr)
+int brig_bpf(int cmd, union bpf_attr *attr)
 {
     return (int) syscall(SYS_bpf, cmd, attr, sizeof *attr);
 }
@@ -248,7 +248,7 @@ static void log_reason(const char *log, char *out, size_t size)
     }
 }
 
-static int load_program(const struct bpf_insn *insns, size_t len, brig_error_t *err)
+int brig_ebpf_devices_load(const struct bpf_insn *insns, size_t len, brig_error_t *err)
 {
     union bpf_attr attr;
     memset(&attr, 0, sizeof attr);
@@ -256,7 +256,7 @@ static int load_program(const struct bpf_insn *insns, size_t len, brig_error_t *
     attr.insns = (uint64_t) (uintptr_t) insns;
     attr.insn_cnt = (uint32_t) len;
     attr.license = (uint64_t) (uintptr_t) BRIG_EBPF_LICENSE;
-    int fd = sys_bpf(BPF_PROG_LOAD, &attr);
+    int fd = brig_bpf(BPF_PROG_LOAD, &attr);
     if (fd >= 0)
         return fd;
     int saved = errno;
@@ -269,7 +269,7 @@ static int load_program(const struct bpf_insn *insns, size_t len, brig_error_t *
         attr.log_level = 1;
         attr.log_buf = (uint64_t) (uintptr_t) log;
         attr.log_size = (uint32_t) log_size;
-        fd = sys_bpf(BPF_PROG_LOAD, &attr);
+        fd = brig_bpf(BPF_PROG_LOAD, &attr);
         if (fd >= 0)
             return fd;
         char reason[256];
@@ -294,7 +294,7 @@ static int query_programs(int cgroup_fd, uint32_t **ids, uint32_t *count, brig_e
         attr.query.attach_type = BPF_CGROUP_DEVICE;
         attr.query.prog_ids = (uint64_t) (uintptr_t) buf;
         attr.query.prog_cnt = cap;
-        if (sys_bpf(BPF_PROG_QUERY, &attr) == 0) {
+        if (brig_bpf(BPF_PROG_QUERY, &attr) == 0) {
             *ids = brig_steal_ptr(buf);
             *count = attr.query.prog_cnt;
             return 0;
@@ -310,20 +310,22 @@ static int detach_program(int cgroup_fd, uint32_t id, brig_error_t *err)
     union bpf_attr attr;
     memset(&attr, 0, sizeof attr);
     attr.prog_id = id;
-    cleanup_close int fd = sys_bpf(BPF_PROG_GET_FD_BY_ID, &attr);
+    cleanup_close int fd = brig_bpf(BPF_PROG_GET_FD_BY_ID, &attr);
     if (fd < 0)
         return errno == ENOENT ? 0 : brig_error_set(err, errno, "device program %u", id);
     memset(&attr, 0, sizeof attr);
     attr.target_fd = (uint32_t) cgroup_fd;
     attr.attach_bpf_fd = (uint32_t) fd;
     attr.attach_type = BPF_CGROUP_DEVICE;
-    if (sys_bpf(BPF_PROG_DETACH, &attr) < 0 && errno != ENOENT)
+    if (brig_bpf(BPF_PROG_DETACH, &attr) < 0 && errno != ENOENT)
         return brig_error_set(err, errno, "detach device program %u", id);
     return 0;
 }
 
 /* The new program goes in before the old ones leave: there is never a
- * moment without device rules. While both are attached, both must allow. */
+ * moment without device rules. While both are attached, both must allow.
+ * With the cache (ebpf_cache.c), an update to the same rules finds its
+ * program attached already: it stays, and only the others leave. */
 int brig_ebpf_devices_attach(int cgroup_fd, const struct bpf_insn *insns, size_t len,
                              brig_error_t *err)
 {
@@ -331,19 +333,24 @@ int brig_ebpf_devices_attach(int cgroup_fd, const struct bpf_insn *insns, size_t
     uint32_t n_old = 0;
     if (query_programs(cgroup_fd, &old, &n_old, err) < 0)
         return -1;
-    cleanup_close int prog = load_program(insns, len, err);
+    cleanup_close int prog = brig_ebpf_devices_program(BRIG_EBPF_PIN_DIR, insns, len, err);
     if (prog < 0)
         return -1;
+    uint32_t id = 0;
+    bool attached = false;
+    if (n_old > 0 && brig_ebpf_program_id(prog, &id) == 0)
+        for (uint32_t i = 0; i < n_old; i++)
+            attached |= old[i] == id;
     union bpf_attr attr;
     memset(&attr, 0, sizeof attr);
     attr.target_fd = (uint32_t) cgroup_fd;
     attr.attach_bpf_fd = (uint32_t) prog;
     attr.attach_type = BPF_CGROUP_DEVICE;
     attr.attach_flags = BPF_F_ALLOW_MULTI;
-    if (sys_bpf(BPF_PROG_ATTACH, &attr) < 0)
+    if (!attached && brig_bpf(BPF_PROG_ATTACH, &attr) < 0)
         return brig_error_set(err, errno, "attach device program");
     for (uint32_t i = 0; i < n_old; i++)
-        if (detach_program(cgroup_fd, old[i], err) < 0)
+        if (!(attached && old[i] == id) && detach_program(cgroup_fd, old[i], err) < 0)
             return -1;
     return 0;
 }

@@ -5,6 +5,7 @@
 
 #include <linux/bpf.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "error.h"
 #include "spec.h"
@@ -20,10 +21,31 @@
 int brig_ebpf_devices_compile(const struct brig_device_rule *rules, size_t n, bool with_defaults,
                               struct bpf_insn **out, size_t *len, brig_error_t *err);
 
-/* Loads the program and attaches it to the cgroup (BPF_F_ALLOW_MULTI),
- * replacing a program brig attached before (update). */
+/* Where loaded device programs are pinned for the next container with the
+ * same rules (ebpf_cache.c). */
+#define BRIG_EBPF_PIN_DIR "/sys/fs/bpf/brig"
+
+/* Gets the program (from the cache, or loaded) and attaches it to the
+ * cgroup (BPF_F_ALLOW_MULTI), replacing a program brig attached before
+ * (update). */
 int brig_ebpf_devices_attach(int cgroup_fd, const struct bpf_insn *insns, size_t len,
                              brig_error_t *err);
+
+/* Loads the program into the kernel: a program fd, or -1 with the
+ * verifier's reason in the error. */
+int brig_ebpf_devices_load(const struct bpf_insn *insns, size_t len, brig_error_t *err);
+
+/* A program fd for these instructions: the one pinned under pin_dir, else
+ * a newly loaded one, pinned there for next time. With pin_dir NULL, or not
+ * a bpffs directory of ours, it only loads. */
+int brig_ebpf_devices_program(const char *pin_dir, const struct bpf_insn *insns, size_t len,
+                              brig_error_t *err);
+
+/* The kernel's id of a loaded program. */
+int brig_ebpf_program_id(int prog_fd, uint32_t *id);
+
+/* bpf(2). */
+int brig_bpf(int cmd, union bpf_attr *attr);
 
 /* For unit tests: runs the compiled program on one access in a tiny
  * interpreter of the instructions brig emits; returns 1 allow, 0 deny. */

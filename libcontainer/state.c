@@ -76,9 +76,13 @@ int brig_error_not_found(brig_error_t *err, const char *id)
 
 int brig_state_root_open(const char *root, bool create, brig_error_t *err)
 {
-    if (create && mkdir_p(root, 0700, err) < 0)
-        return brig_error_wrap(err, "state root");
     int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    /* The root exists but the first time: only then make its parents. */
+    if (fd < 0 && errno == ENOENT && create) {
+        if (mkdir_p(root, 0700, err) < 0)
+            return brig_error_wrap(err, "state root");
+        fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    }
     if (fd < 0)
         return brig_error_set(err, errno, "open state root `%s`", root);
     return fd;
@@ -348,25 +352,16 @@ bool brig_state_init_alive(const struct brig_state *st)
 {
     if (st->pid <= 0)
         return false;
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", st->pid);
-    cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    ssize_t n = brig_read_all(fd, buf, sizeof buf - 1);
-    if (n <= 0)
-        return false;
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
-    if (p == NULL || p[1] == '\0' || p[2] == 'Z' || p[2] == 'X')
-        return false;
+    /* One read of /proc/PID/stat: not a zombie, and the same process
+     * (its start time) rather than a later one that got the pid. */
+    char state = 0;
     unsigned long long start = 0;
     brig_error_t err = NULL;
-    if (brig_process_start_time(st->pid, &start, &err) < 0) {
+    if (brig_process_stat(st->pid, &state, &start, &err) < 0) {
         brig_error_release(&err);
         return false;
     }
-    return start == st->pid_start_time;
+    return state != 'Z' && state != 'X' && start == st->pid_start_time;
 }
 
 static bool cgroup_frozen(const char *path)
@@ -402,11 +397,12 @@ char *brig_timestamp_now(void)
 {
     struct timespec ts;
     struct tm tm;
-    char date[32], *out = NULL;
+    char *out = NULL;
     clock_gettime(CLOCK_REALTIME, &ts);
     gmtime_r(&ts.tv_sec, &tm);
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
-    if (asprintf(&out, "%s.%09ldZ", date, ts.tv_nsec) < 0)
+    /* Not strftime: it reads /etc/localtime, which UTC doesn't need. */
+    if (asprintf(&out, "%04d-%02d-%02dT%02d:%02d:%02d.%09ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec) < 0)
         return NULL;
     return out;
 }

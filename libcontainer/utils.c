@@ -124,20 +124,30 @@ int brig_write_file(const char *path, const char *data, size_t len, brig_error_t
     return 0;
 }
 
+/* Creates (with extra open flags) and fills a file; removes it again on a
+ * failed write. */
+static int write_created(int dirfd, const char *name, int flags, const char *data, size_t len,
+                         mode_t mode, brig_error_t *err)
+{
+    cleanup_close int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_CLOEXEC | flags, mode);
+    if (fd < 0)
+        return brig_error_set(err, errno, "create `%s`", name);
+    if (brig_write_all(fd, data, len) < 0) {
+        int saved = errno;
+        unlinkat(dirfd, name, 0);
+        return brig_error_set(err, saved, "write `%s`", name);
+    }
+    return 0;
+}
+
 int brig_write_file_atomic_at(int dirfd, const char *name, const char *data, size_t len,
                               mode_t mode, brig_error_t *err)
 {
     char tmp[256];
     if (snprintf(tmp, sizeof tmp, ".%s.tmp", name) >= (int) sizeof tmp)
         return brig_error_set(err, ENAMETOOLONG, "write `%s`", name);
-    cleanup_close int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-    if (fd < 0)
-        return brig_error_set(err, errno, "create `%s`", tmp);
-    if (brig_write_all(fd, data, len) < 0) {
-        int saved = errno;
-        unlinkat(dirfd, tmp, 0);
-        return brig_error_set(err, saved, "write `%s`", tmp);
-    }
+    if (write_created(dirfd, tmp, O_TRUNC, data, len, mode, err) < 0)
+        return -1;
     /* No fsync: the state dir lives on tmpfs (/run) and dies with the host;
      * rename alone gives readers all-or-nothing. */
     if (renameat(dirfd, tmp, dirfd, name) < 0) {
@@ -146,6 +156,12 @@ int brig_write_file_atomic_at(int dirfd, const char *name, const char *data, siz
         return brig_error_set(err, saved, "rename `%s` to `%s`", tmp, name);
     }
     return 0;
+}
+
+int brig_write_file_new_at(int dirfd, const char *name, const char *data, size_t len, mode_t mode,
+                           brig_error_t *err)
+{
+    return write_created(dirfd, name, O_EXCL, data, len, mode, err);
 }
 
 static int remove_contents(int dfd, const char *name, brig_error_t *err)
@@ -184,7 +200,7 @@ int brig_remove_tree_at(int dirfd, const char *name, brig_error_t *err)
     return 0;
 }
 
-int brig_process_start_time(pid_t pid, unsigned long long *out, brig_error_t *err)
+int brig_process_stat(pid_t pid, char *state, unsigned long long *start, brig_error_t *err)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/stat", pid);
@@ -194,16 +210,23 @@ int brig_process_start_time(pid_t pid, unsigned long long *out, brig_error_t *er
     /* The command name (field 2) may hold spaces and parens: skip past the
      * last ')' before counting fields. */
     char *p = strrchr(stat, ')');
-    if (p == NULL)
+    if (p == NULL || p[1] != ' ' || p[2] == '\0')
         return brig_error_set(err, EINVAL, "parse `%s`", path);
     p++;
+    if (state)
+        *state = p[1];
     for (int field = 3; field < 22; field++) {
         p = strchr(p + 1, ' ');
         if (p == NULL)
             return brig_error_set(err, EINVAL, "parse `%s`", path);
     }
-    *out = strtoull(p + 1, NULL, 10);
+    *start = strtoull(p + 1, NULL, 10);
     return 0;
+}
+
+int brig_process_start_time(pid_t pid, unsigned long long *out, brig_error_t *err)
+{
+    return brig_process_stat(pid, NULL, out, err);
 }
 
 int brig_write_pid_file(const char *path, pid_t pid, brig_error_t *err)

@@ -19,6 +19,11 @@ int brig_write_file(const char *path, const char *data, size_t len, brig_error_t
 int brig_write_file_atomic_at(int dirfd, const char *name, const char *data, size_t len,
                               mode_t mode, brig_error_t *err);
 
+/* Writes a file that must not exist yet, in place: for a directory nobody
+ * else reads until its owner says so (a state dir under its create lock). */
+int brig_write_file_new_at(int dirfd, const char *name, const char *data, size_t len, mode_t mode,
+                           brig_error_t *err);
+
 /* Writes a pid file atomically (--pid-file of create, run, exec). */
 int brig_write_pid_file(const char *path, pid_t pid, brig_error_t *err);
 
@@ -37,5 +42,9 @@ int brig_remove_tree_at(int dirfd, const char *name, brig_error_t *err);
 /* Start time of a process in clock ticks since boot (field 22 of
  * /proc/PID/stat), used to tell a process from a later one with the same pid. */
 int brig_process_start_time(pid_t pid, unsigned long long *out, brig_error_t *err);
+
+/* The same, with the process's state letter (field 3: R, S, Z...) from the
+ * same read; state may be NULL. */
+int brig_process_stat(pid_t pid, char *state, unsigned long long *start, brig_error_t *err);
 
 #endif

@@ -167,7 +167,7 @@ static int socket_path(const char *address, const char *ns, const char *key, cha
         w--;
     *w = '\0';
     char hex[65];
-    shim_sha256_hex(joined, strlen(joined), hex);
+    brig_sha256_hex(joined, strlen(joined), hex);
     n = snprintf(out, size, SOCKET_DIR "/%s", hex);
     return n < 0 || (size_t) n >= size ? -1 : 0;
 }

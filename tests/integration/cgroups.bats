@@ -157,6 +157,25 @@ load helpers
 	[[ "$output" == *opened* ]] || fail "output: $output"
 }
 
+@test "containers with the same device rules share one pinned program, and update keeps it" {
+	# The cache lives in bpffs (libcontainer/ebpf_cache.c); the VM mounts one.
+	[ "$(stat -f -c %T /sys/fs/bpf 2>/dev/null)" = bpf_fs ] || fail "no bpffs on /sys/fs/bpf here"
+	update_config '.process.capabilities.bounding += ["CAP_MKNOD"] | .process.capabilities.effective += ["CAP_MKNOD"] | .process.capabilities.permitted += ["CAP_MKNOD"]'
+	set_args sleep 100
+	brig_detached run -d "$CID"
+	pins=$(ls /sys/fs/bpf/brig | grep -c '^devices-')
+	[ "$pins" -ge 1 ]
+	brig_detached run -d "$CID-2"
+	[ "$(ls /sys/fs/bpf/brig | grep -c '^devices-')" -eq "$pins" ] || fail "a second pin for the same rules"
+	# The same rules again: the program is attached already and stays.
+	echo '{"devices": [{"allow": false, "access": "rwm"}]}' | brig update -r - "$CID"
+	run brig exec "$CID" sh -c 'echo x >/dev/null && echo null-works; mknod /dev/brig-kmsg c 1 11 && echo kmsg-made'
+	[[ "$output" == *null-works* ]] || fail "output: $output"
+	[[ "$output" != *kmsg-made* ]] || fail "a denied device was made after update: $output"
+	[[ "$output" == *null-made* ]] || fail "an allowed device could not be made after update: $output"
+	brig delete -f "$CID-2"
+}
+
 @test "a controller the host does not have is named, and nothing is left" {
 	update_config '.linux.resources.unified = {"nosuch.max": "1"}'
 	set_args true

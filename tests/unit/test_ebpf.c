@@ -2,12 +2,14 @@
  * (no root needed), then, as root, loaded into the kernel and attached to a
  * real cgroup to see a device actually refused. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
@@ -312,15 +314,86 @@ static void test_kernel(void)
     CHECK(rmdir(cg_dir) == 0, "kernel: test cgroup removed");
 }
 
+/* The cache of loaded programs, in a bpffs of the test's own. */
+static void test_cache(void)
+{
+    char base[] = "/tmp/brig-test-bpffs-XXXXXX";
+    if (mkdtemp(base) == NULL || mount("bpf", base, "bpf", 0, "mode=0700") < 0) {
+        SKIP("cache: no bpffs to mount");
+        return;
+    }
+    char dir[64];
+    snprintf(dir, sizeof dir, "%s/brig", base);
+    brig_error_t err = NULL;
+    struct bpf_insn *insns = NULL;
+    size_t len = 0;
+    struct brig_device_rule deny_null[] = {
+        rule(true, "a", ANY, ANY, "rwm"), rule(false, "c", 1, 3, "rwm"),
+    };
+    CHECK(brig_ebpf_devices_compile(deny_null, 2, false, &insns, &len, &err) == 0, "cache: compile");
+    int first = brig_ebpf_devices_program(dir, insns, len, &err);
+    int second = brig_ebpf_devices_program(dir, insns, len, &err);
+    uint32_t id1 = 0, id2 = 0;
+    CHECK(first >= 0 && second >= 0 && brig_ebpf_program_id(first, &id1) == 0
+              && brig_ebpf_program_id(second, &id2) == 0 && id1 == id2 && id1 != 0,
+          "cache: the second request gets the pinned program");
+    struct stat st;
+    CHECK(stat(dir, &st) == 0 && (st.st_mode & 0777) == 0700, "cache: pin directory made, 0700");
+    char pin[400] = "";
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (strncmp(e->d_name, "devices-", 8) == 0)
+            snprintf(pin, sizeof pin, "%s/%s", dir, e->d_name);
+    if (d)
+        closedir(d);
+    CHECK(strlen(pin) == strlen(dir) + 1 + 8 + 32, "cache: one pin, named by the hash");
+
+    /* Other rules, another program. */
+    struct brig_device_rule allow_all[] = { rule(true, "a", ANY, ANY, "rwm") };
+    struct bpf_insn *other = NULL;
+    size_t other_len = 0;
+    CHECK(brig_ebpf_devices_compile(allow_all, 1, false, &other, &other_len, &err) == 0,
+          "cache: compile other rules");
+    int third = brig_ebpf_devices_program(dir, other, other_len, &err);
+    uint32_t id3 = 0;
+    CHECK(third >= 0 && brig_ebpf_program_id(third, &id3) == 0 && id3 != id1,
+          "cache: other rules get another program");
+
+    /* Something else at the pin's name is not used: a fresh load instead. */
+    CHECK(unlink(pin) == 0 && mkdir(pin, 0700) == 0, "cache: pin replaced by a directory");
+    int fourth = brig_ebpf_devices_program(dir, insns, len, &err);
+    uint32_t id4 = 0;
+    CHECK(fourth >= 0 && brig_ebpf_program_id(fourth, &id4) == 0 && id4 != id1,
+          "cache: a foreign object at the pin is ignored, the program loaded afresh");
+    rmdir(pin);
+
+    /* A directory others may write to is not trusted. */
+    CHECK(chmod(dir, 0777) == 0, "cache: pin directory opened to all");
+    int fifth = brig_ebpf_devices_program(dir, insns, len, &err);
+    CHECK(fifth >= 0 && access(pin, F_OK) < 0, "cache: nothing pinned in a world-writable directory");
+    if (err)
+        printf("#   %s\n", err->msg);
+    brig_error_release(&err);
+    int fds[] = { first, second, third, fourth, fifth };
+    for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    free(insns);
+    free(other);
+    CHECK(umount(base) == 0 && rmdir(base) == 0, "cache: test bpffs removed");
+}
+
 int main(void)
 {
     test_tables();
     test_defaults();
     test_compile_errors();
     test_program_shape();
-    if (geteuid() == 0)
+    if (geteuid() == 0) {
         test_kernel();
-    else
+        test_cache();
+    } else {
         SKIP("kernel tests need root");
+    }
     return unit_done();
 }

@@ -200,15 +200,15 @@ int main(void)
     free(frame);
 
     char hex[65];
-    shim_sha256_hex("", 0, hex);
+    brig_sha256_hex("", 0, hex);
     CHECK_STR(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", "sha256 of nothing");
     const char *name = "/tmp/ctd/containerd.sock/default/probe";
-    shim_sha256_hex(name, strlen(name), hex);
+    brig_sha256_hex(name, strlen(name), hex);
     CHECK_STR(hex, "c6afa1fdf01ad9e44996708c1c11e5cfaa21a754c312b87f0fd1b4b160c70a58",
               "socket name containerd computes for address/namespace/id");
     char block[200];
     memset(block, 'a', sizeof(block));
-    shim_sha256_hex(block, sizeof(block), hex);
+    brig_sha256_hex(block, sizeof(block), hex);
     CHECK_STR(hex, "c2a908d98f5df987ade41b5fce213067efbcc21ef2240212a41e54b5e7c28ae5", "sha256 over several blocks");
 
     test_server();

@@ -57,7 +57,7 @@ static void block(uint32_t h[8], const uint8_t *p)
     h[7] += k;
 }
 
-void shim_sha256_hex(const void *data, size_t len, char out[65])
+void brig_sha256_hex(const void *data, size_t len, char out[65])
 {
     uint32_t h[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                       0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
