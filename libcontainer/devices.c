@@ -76,12 +76,13 @@ static int open_parent(int root_fd, const char *path, char **name, brig_error_t 
     return fd;
 }
 
-static int set_owner_and_mode(int fd, const struct node *n)
+static int set_owner_and_mode(int fd, const struct stat *st, const struct node *n)
 {
     char at[BRIG_FD_PATH_MAX];
     brig_fd_path(fd, at);
-    /* mknod's mode went through the umask; this one doesn't. */
-    if (chmod(at, n->mode & 07777) < 0)
+    /* brig_devices_create clears the umask, so mknod gave most modes
+     * exactly; only set-id and sticky bits are left to chmod. */
+    if ((st->st_mode & 07777) != (n->mode & 07777) && chmod(at, n->mode & 07777) < 0)
         return -1;
     if ((n->has_uid || n->has_gid) &&
         fchownat(fd, "", n->has_uid ? n->uid : (uid_t) -1, n->has_gid ? n->gid : (gid_t) -1,
@@ -143,12 +144,9 @@ static int bind_host_node(int parent, const char *name, const struct node *n, br
     return 0;
 }
 
-static int create_node(int root_fd, const struct node *n, bool in_userns, brig_error_t *err)
+static int create_node_in(int parent, const char *name, const struct node *n, bool in_userns,
+                          brig_error_t *err)
 {
-    cleanup_free char *name = NULL;
-    cleanup_close int parent = open_parent(root_fd, n->path, &name, err);
-    if (parent < 0)
-        return -1;
     /* Already there (the image's own /dev, or an earlier mount): leave it,
      * as runc does. */
     struct stat st;
@@ -164,36 +162,31 @@ static int create_node(int root_fd, const struct node *n, bool in_userns, brig_e
         return brig_error_set(err, errno, "device `%s`: open", n->path);
     if ((st.st_mode & S_IFMT) != n->type)
         return brig_error_set(err, EEXIST, "device `%s`: replaced while being created", n->path);
-    if (set_owner_and_mode(fd, n) < 0)
+    if (set_owner_and_mode(fd, &st, n) < 0)
         return brig_error_set(err, errno, "device `%s`: set owner and mode", n->path);
     return 0;
 }
 
-static int create_link(int root_fd, const char *path, const char *target, brig_error_t *err)
+static int create_node(int root_fd, const struct node *n, bool in_userns, brig_error_t *err)
 {
     cleanup_free char *name = NULL;
-    cleanup_close int parent = open_parent(root_fd, path, &name, err);
+    cleanup_close int parent = open_parent(root_fd, n->path, &name, err);
     if (parent < 0)
         return -1;
-    if (symlinkat(target, parent, name) < 0 && errno != EEXIST)
-        return brig_error_set(err, errno, "symlink `%s` -> `%s`", path, target);
-    return 0;
+    return create_node_in(parent, name, n, in_userns, err);
 }
 
 /* /dev/shm for POSIX shared memory, world-writable and sticky like /tmp,
  * when no mount put one there. */
-static int create_shm_dir(int root_fd, brig_error_t *err)
+static int create_shm_dir(int dev_fd, brig_error_t *err)
 {
-    cleanup_free char *name = NULL;
-    cleanup_close int parent = open_parent(root_fd, "/dev/shm", &name, err);
+    const char *name = "shm";
     struct stat st;
-    if (parent < 0)
-        return -1;
-    if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+    if (fstatat(dev_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
         return 0;
-    if (mkdirat(parent, name, 0755) < 0)
+    if (mkdirat(dev_fd, name, 0755) < 0)
         return errno == EEXIST ? 0 : brig_error_set(err, errno, "create `/dev/shm`");
-    cleanup_close int fd = openat(parent, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    cleanup_close int fd = openat(dev_fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     char at[BRIG_FD_PATH_MAX];
     brig_fd_path(fd, at);
     if (fd < 0 || chmod(at, 01777) < 0)
@@ -238,29 +231,45 @@ static bool spec_has_device(const struct brig_linux *lx, const char *path)
     return false;
 }
 
+/* The default nodes, links and /dev/shm, all in the one /dev resolved once. */
+static int create_defaults(int rootfs_fd, const struct brig_linux *lx, bool in_userns,
+                           brig_error_t *err)
+{
+    cleanup_free char *first = NULL;
+    cleanup_close int dev_fd = open_parent(rootfs_fd, default_nodes[0].path, &first, err);
+    if (dev_fd < 0)
+        return -1;
+    for (size_t i = 0; i < sizeof default_nodes / sizeof default_nodes[0]; i++) {
+        const struct node *n = &default_nodes[i];
+        /* linux.devices may redefine a default (another mode or owner). */
+        if (spec_has_device(lx, n->path))
+            continue;
+        if (create_node_in(dev_fd, n->path + strlen("/dev/"), n, in_userns, err) < 0)
+            return -1;
+    }
+    for (size_t i = 0; i < sizeof default_links / sizeof default_links[0]; i++) {
+        const char *path = default_links[i].path, *target = default_links[i].target;
+        if (symlinkat(target, dev_fd, path + strlen("/dev/")) < 0 && errno != EEXIST)
+            return brig_error_set(err, errno, "symlink `%s` -> `%s`", path, target);
+    }
+    return create_shm_dir(dev_fd, err);
+}
+
 int brig_devices_create(int rootfs_fd, const struct brig_spec *spec, bool in_userns,
                         brig_error_t *err)
 {
     const struct brig_linux *lx = spec->linux_;
-    for (size_t i = 0; i < sizeof default_nodes / sizeof default_nodes[0]; i++) {
-        /* linux.devices may redefine a default (another mode or owner). */
-        if (spec_has_device(lx, default_nodes[i].path))
-            continue;
-        if (create_node(rootfs_fd, &default_nodes[i], in_userns, err) < 0)
-            return -1;
-    }
-    for (size_t i = 0; i < sizeof default_links / sizeof default_links[0]; i++)
-        if (create_link(rootfs_fd, default_links[i].path, default_links[i].target, err) < 0)
-            return -1;
-    if (create_shm_dir(rootfs_fd, err) < 0)
-        return -1;
-    for (size_t i = 0; lx && i < lx->n_devices; i++) {
+    /* Modes exactly as given (the process gets its own umask later). */
+    mode_t saved_umask = umask(0);
+    int r = create_defaults(rootfs_fd, lx, in_userns, err);
+    for (size_t i = 0; r == 0 && lx && i < lx->n_devices; i++) {
         struct node n;
         if (lx->devices[i].path == NULL)
-            return brig_error_set(err, EINVAL, "linux.devices[%zu]: no path", i);
-        if (node_from_spec(&lx->devices[i], &n, err) < 0 ||
-            create_node(rootfs_fd, &n, in_userns, err) < 0)
-            return -1;
+            r = brig_error_set(err, EINVAL, "linux.devices[%zu]: no path", i);
+        else if (node_from_spec(&lx->devices[i], &n, err) < 0 ||
+                 create_node(rootfs_fd, &n, in_userns, err) < 0)
+            r = -1;
     }
-    return 0;
+    umask(saved_umask);
+    return r;
 }

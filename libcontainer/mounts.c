@@ -568,10 +568,13 @@ int brig_rootfs_prepare(const struct brig_rootfs_config *cfg, brig_error_t *err)
         return brig_error_set(err, errno, "set propagation of `/`");
 
     /* pivot_root and MS_MOVE refuse a new root whose parent mount is shared
-     * (it is, with rootfsPropagation "shared"); make only that one private. */
+     * (it can be, with rootfsPropagation "shared" or a non-recursive one);
+     * make only that one private. After the default rslave (or rprivate)
+     * nothing is shared, and mountinfo need not be read. */
     cleanup_free char *parent = NULL;
     bool parent_shared = false;
-    if (find_parent_mount(cfg->rootfs, &parent, &parent_shared, err) < 0)
+    bool none_shared = (prop & MS_REC) && (prop & (MS_SLAVE | MS_PRIVATE));
+    if (!none_shared && find_parent_mount(cfg->rootfs, &parent, &parent_shared, err) < 0)
         return -1;
     if (parent_shared && mount(NULL, parent, NULL, MS_PRIVATE, NULL) < 0)
         return brig_error_set(err, errno, "make `%s` private", parent);

@@ -134,7 +134,9 @@ int brig_selfexe_path(char *buf, size_t size)
 
 int brig_selfexe_reexec_sealed(char **argv, brig_error_t *err)
 {
-    if (brig_selfexe_is_sealed() || selfexe_on_readonly_mount())
+    /* The read-only check first: it is one statvfs, and it is what the
+     * re-executed brig (on its read-only mount) finds. */
+    if (selfexe_on_readonly_mount() || brig_selfexe_is_sealed())
         return 0;
     /* After the re-exec /proc/self/exe no longer names the installed file
      * (a detached mount or a memfd): keep its path for the files that sit

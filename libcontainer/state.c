@@ -393,16 +393,43 @@ enum brig_status brig_state_status(int dir_fd, const struct brig_state *st)
     return BRIG_STATUS_RUNNING;
 }
 
+/* The civil date of a day count since 1970-01-01 (proleptic Gregorian, in
+ * 400-year eras of 146097 days, with years starting in March so that the
+ * leap day comes last). */
+static void civil_from_days(long long days, int *year, int *month, int *day)
+{
+    days += 719468;
+    long long era = (days >= 0 ? days : days - 146096) / 146097;
+    long long doe = days - era * 146097;
+    long long yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    long long doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    long long mp = (5 * doy + 2) / 153;
+    *day = (int) (doy - (153 * mp + 2) / 5 + 1);
+    *month = (int) (mp < 10 ? mp + 3 : mp - 9);
+    *year = (int) (yoe + era * 400 + (*month <= 2));
+}
+
+char *brig_timestamp_at(const struct timespec *ts)
+{
+    char *out = NULL;
+    /* Not gmtime_r nor strftime: glibc reads /etc/localtime for either,
+     * and UTC needs no time zone. */
+    long long secs = ts->tv_sec, days = secs / 86400, rest = secs % 86400;
+    if (rest < 0) {
+        rest += 86400;
+        days--;
+    }
+    int year, month, day;
+    civil_from_days(days, &year, &month, &day);
+    if (asprintf(&out, "%04d-%02d-%02dT%02lld:%02lld:%02lld.%09ldZ", year, month, day, rest / 3600,
+                 rest / 60 % 60, rest % 60, ts->tv_nsec) < 0)
+        return NULL;
+    return out;
+}
+
 char *brig_timestamp_now(void)
 {
     struct timespec ts;
-    struct tm tm;
-    char *out = NULL;
     clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
-    /* Not strftime: it reads /etc/localtime, which UTC doesn't need. */
-    if (asprintf(&out, "%04d-%02d-%02dT%02d:%02d:%02d.%09ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec) < 0)
-        return NULL;
-    return out;
+    return brig_timestamp_at(&ts);
 }

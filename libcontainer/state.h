@@ -76,4 +76,8 @@ int brig_state_to_json(const struct brig_state *state, enum brig_status status, 
 /* Now as "2026-01-02T03:04:05.123456789Z". Caller frees. */
 char *brig_timestamp_now(void);
 
+/* The same for a given time, e.g. "2026-11-22T09:17:52.000000001Z". */
+struct timespec;
+char *brig_timestamp_at(const struct timespec *ts);
+
 #endif

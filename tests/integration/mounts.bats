@@ -204,7 +204,8 @@ teardown() {
 		done
 		[ -d /dev/shm ] || echo "no /dev/shm"
 		[ -d /dev/pts ] || echo "no /dev/pts"
-		stat -c "%n %t %T" /dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/tty
+		stat -c "%n %t %T %a" /dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/tty
+		stat -c "%n %a" /dev/shm
 		for f in fd stdin stdout stderr; do readlink /dev/$f; done
 		head -c 4 /dev/zero | wc -c
 		echo discard >/dev/null && echo null-ok
@@ -212,12 +213,13 @@ teardown() {
 	run brig run "$CID"
 	[ "$status" -eq 0 ]
 	[[ "$output" != *"not a"* && "$output" != *"no /dev"* ]]
-	grep -qx "/dev/null 1 3" <<<"$output"
-	grep -qx "/dev/zero 1 5" <<<"$output"
-	grep -qx "/dev/full 1 7" <<<"$output"
-	grep -qx "/dev/random 1 8" <<<"$output"
-	grep -qx "/dev/urandom 1 9" <<<"$output"
-	grep -qx "/dev/tty 5 0" <<<"$output"
+	grep -qx "/dev/null 1 3 666" <<<"$output"
+	grep -qx "/dev/zero 1 5 666" <<<"$output"
+	grep -qx "/dev/full 1 7 666" <<<"$output"
+	grep -qx "/dev/random 1 8 666" <<<"$output"
+	grep -qx "/dev/urandom 1 9 666" <<<"$output"
+	grep -qx "/dev/tty 5 0 666" <<<"$output"
+	grep -qx "/dev/shm 1777" <<<"$output"
 	grep -qx "/proc/self/fd" <<<"$output"
 	grep -qx "/proc/self/fd/0" <<<"$output"
 	grep -qx "/proc/self/fd/1" <<<"$output"

@@ -1,6 +1,9 @@
 /* Container ids, signal names, the state file round trip. */
 #define _GNU_SOURCE
 #include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -111,8 +114,38 @@ static void state_round_trip(void)
     rmdir(dir);
 }
 
+/* The hand-made UTC conversion agrees with glibc's across the calendar:
+ * epoch, leap days, century years, before 1970, far ahead. */
+static void timestamps(void)
+{
+    long long probes[] = { 0, 59, 86399, 86400, 951782400, 951868799, 4107542400LL, 1795339138,
+                           -1, -86401, 253402300799LL };
+    bool all_equal = true;
+    for (size_t i = 0; i < sizeof probes / sizeof probes[0] + 2000; i++) {
+        long long t = i < sizeof probes / sizeof probes[0] ? probes[i]
+                                                           : (long long) (i * 7919ULL * 86413ULL % 8000000000ULL) - 1000000000LL;
+        struct timespec ts = { .tv_sec = (time_t) t, .tv_nsec = 7 };
+        time_t tt = (time_t) t;
+        struct tm tm;
+        char want[64], *got = brig_timestamp_at(&ts);
+        gmtime_r(&tt, &tm);
+        strftime(want, sizeof want, "%Y-%m-%dT%H:%M:%S.000000007Z", &tm);
+        if (got == NULL || strcmp(got, want) != 0) {
+            printf("#   %lld: got %s, want %s\n", t, got ? got : "(null)", want);
+            all_equal = false;
+        }
+        free(got);
+    }
+    CHECK(all_equal, "timestamps: the same as gmtime_r and strftime for 2011 instants");
+    struct timespec leap = { .tv_sec = 951782400 };
+    char *s = brig_timestamp_at(&leap);
+    CHECK_STR(s, "2000-02-29T00:00:00.000000000Z", "timestamps: the leap day of 2000");
+    free(s);
+}
+
 int main(void)
 {
+    timestamps();
     ids();
     signals();
     state_round_trip();
