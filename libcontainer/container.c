@@ -7,7 +7,6 @@
 #include <libgen.h>
 #include <limits.h>
 #include <poll.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -651,10 +650,10 @@ static void set_owner_from_dir(int root_fd, struct brig_state *st)
     struct stat sb;
     if (fstatat(root_fd, st->id, &sb, AT_SYMLINK_NOFOLLOW) < 0)
         return;
-    struct passwd *pw = getpwuid(sb.st_uid);
-    char uid[16];
-    snprintf(uid, sizeof uid, "#%u", sb.st_uid);
-    char *name = strdup(pw ? pw->pw_name : uid);
+    char user[256];
+    if (brig_passwd_lookup("/etc/passwd", sb.st_uid, user, sizeof user, NULL, 0) < 0)
+        snprintf(user, sizeof user, "#%u", sb.st_uid);
+    char *name = strdup(user);
     if (name) {
         free(st->owner);
         st->owner = name;

@@ -1,4 +1,4 @@
-/* Network setup through rtnetlink (libmnl). */
+/* Network setup through rtnetlink. */
 #ifndef BRIG_NETLINK_H
 #define BRIG_NETLINK_H
 

@@ -20,6 +20,7 @@
 #include "seccomp.h"
 #include "sync.h"
 #include "terminal.h"
+#include "utils.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -86,22 +87,9 @@ char **brig_process_build_env(const struct brig_process *p)
         env[i] = p->env.v[i];
     if (has_home)
         return env;
-    const char *home = "/";
-    char line[1024], *found = NULL;
-    cleanup_file FILE *f = fopen("/etc/passwd", "re");
-    while (f && fgets(line, sizeof line, f)) {
-        char *fields[7] = { 0 }, *save = NULL, *s = line;
-        int n = 0;
-        for (char *tok; n < 7 && (tok = strsep(&s, ":")); n++)
-            fields[n] = tok;
-        (void) save;
-        if (n >= 6 && (uint32_t) strtoul(fields[2], NULL, 10) == p->user.uid) {
-            found = fields[5];
-            break;
-        }
-    }
-    if (found && *found)
-        home = found;
+    char home[PATH_MAX];
+    if (brig_passwd_lookup("/etc/passwd", p->user.uid, NULL, 0, home, sizeof home) < 0 || !*home)
+        strcpy(home, "/");
     if (asprintf(&env[p->env.n], "HOME=%s", home) < 0)
         env[p->env.n] = NULL;
     return env;

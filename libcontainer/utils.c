@@ -243,3 +243,28 @@ int brig_write_pid_file(const char *path, pid_t pid, brig_error_t *err)
         return brig_error_wrap(err, "pid file `%s`", path);
     return 0;
 }
+
+int brig_passwd_lookup(const char *path, uid_t uid, char *name, size_t name_size, char *home,
+                       size_t home_size)
+{
+    char line[1024];
+    cleanup_file FILE *f = fopen(path, "re");
+    while (f && fgets(line, sizeof line, f)) {
+        char *fields[7] = { 0 }, *s = line;
+        int n = 0;
+        for (char *tok; n < 7 && (tok = strsep(&s, ":\n")); n++)
+            fields[n] = tok;
+        char *end = NULL;
+        if (n < 6 || *fields[2] == '\0')
+            continue;
+        unsigned long entry_uid = strtoul(fields[2], &end, 10);
+        if (*end != '\0' || entry_uid != (unsigned long) uid)
+            continue;
+        if (name)
+            snprintf(name, name_size, "%s", fields[0]);
+        if (home)
+            snprintf(home, home_size, "%s", fields[5]);
+        return 0;
+    }
+    return -1;
+}

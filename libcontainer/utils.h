@@ -47,4 +47,11 @@ int brig_process_start_time(pid_t pid, unsigned long long *out, brig_error_t *er
  * same read; state may be NULL. */
 int brig_process_stat(pid_t pid, char *state, unsigned long long *start, brig_error_t *err);
 
+/* The user name and home directory of `uid` in a passwd file, read by
+ * hand: no NSS, so a static brig can do it, and inside a container only the
+ * container's own file counts. -1 when the uid has no entry. name or home
+ * may be NULL. */
+int brig_passwd_lookup(const char *path, uid_t uid, char *name, size_t name_size, char *home,
+                       size_t home_size);
+
 #endif

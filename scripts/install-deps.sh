@@ -5,7 +5,7 @@ set -eu
 
 PACKAGES="
 	build-essential autoconf automake pkg-config
-	libseccomp-dev libyajl-dev libcap-dev libmnl-dev
+	libseccomp-dev libyajl-dev libcap-dev
 	criu libprotobuf-c-dev
 	bats busybox-static jq iproute2 procps coreutils util-linux mount
 	python3 podman

@@ -143,9 +143,38 @@ static void timestamps(void)
     free(s);
 }
 
+/* list's owner names and exec's HOME come from a passwd file read by hand. */
+static void passwd_lookup(void)
+{
+    char path[] = "/tmp/brig-test-passwd-XXXXXX";
+    int fd = mkstemp(path);
+    const char *text = "root:x:0:0:root:/root:/bin/sh\n"
+                       "# a comment line\n"
+                       "broken:x:12a:0::/nowhere:/bin/sh\n"
+                       "sandbox:x:1000:1000:Sand Box:/home/sandbox:/bin/bash\n"
+                       "nohome:x:1001:1001::\n";
+    CHECK(fd >= 0 && write(fd, text, strlen(text)) == (ssize_t) strlen(text), "passwd: file written");
+    close(fd);
+    char name[64] = "", home[64] = "";
+    CHECK(brig_passwd_lookup(path, 1000, name, sizeof name, home, sizeof home) == 0
+              && strcmp(name, "sandbox") == 0 && strcmp(home, "/home/sandbox") == 0,
+          "passwd: name and home of uid 1000");
+    CHECK(brig_passwd_lookup(path, 0, name, sizeof name, NULL, 0) == 0 && strcmp(name, "root") == 0,
+          "passwd: root, home not asked for");
+    CHECK(brig_passwd_lookup(path, 12, name, sizeof name, home, sizeof home) < 0,
+          "passwd: a uid field that is not a number matches nothing");
+    CHECK(brig_passwd_lookup(path, 1001, NULL, 0, home, sizeof home) == 0 && home[0] == '\0',
+          "passwd: an empty home is empty");
+    CHECK(brig_passwd_lookup(path, 4242, name, sizeof name, home, sizeof home) < 0, "passwd: unknown uid");
+    CHECK(brig_passwd_lookup("/nonexistent/passwd", 0, name, sizeof name, NULL, 0) < 0,
+          "passwd: no file, no entry");
+    unlink(path);
+}
+
 int main(void)
 {
     timestamps();
+    passwd_lookup();
     ids();
     signals();
     state_round_trip();
