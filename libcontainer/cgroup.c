@@ -220,18 +220,31 @@ static int write_plan(int dir_fd, const struct brig_cgroup_write *w, size_t n, b
     return 0;
 }
 
+int brig_cgroup_devices_compile(const struct brig_resources *r, struct brig_devices_program *out,
+                                brig_error_t *err)
+{
+    out->insns = NULL;
+    out->len = 0;
+    return brig_ebpf_devices_compile(r->devices, r->n_devices, true, &out->insns, &out->len, err);
+}
+
+int brig_cgroup_devices_attach(const struct brig_cgroup *cg, const struct brig_devices_program *p,
+                               brig_error_t *err)
+{
+    if (brig_ebpf_devices_attach(cg->dir_fd, p->insns, p->len, err) < 0)
+        return brig_error_wrap(err, "cgroup `%s`: device rules", cg->path);
+    return 0;
+}
+
 static int apply_devices(const struct brig_cgroup *cg, const struct brig_resources *r,
                          brig_error_t *err)
 {
-    struct bpf_insn *insns = NULL;
-    size_t len = 0;
-    if (brig_ebpf_devices_compile(r->devices, r->n_devices, true, &insns, &len, err) < 0)
+    struct brig_devices_program p;
+    if (brig_cgroup_devices_compile(r, &p, err) < 0)
         return -1;
-    int rc = brig_ebpf_devices_attach(cg->dir_fd, insns, len, err);
-    free(insns);
-    if (rc < 0)
-        return brig_error_wrap(err, "cgroup `%s`: device rules", cg->path);
-    return 0;
+    int rc = brig_cgroup_devices_attach(cg, &p, err);
+    free(p.insns);
+    return rc;
 }
 
 /* The root-relative part of an absolute cgroup path. */
@@ -288,7 +301,7 @@ static int check_empty(const struct brig_cgroup *cg, brig_error_t *err)
 }
 
 static int setup_new(const struct brig_resources *r, struct brig_cgroup *cg, bool existed,
-                     brig_error_t *err)
+                     bool devices, brig_error_t *err)
 {
     cg->dir_fd = open(cg->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (cg->dir_fd < 0)
@@ -299,7 +312,7 @@ static int setup_new(const struct brig_resources *r, struct brig_cgroup *cg, boo
         return -1;
     /* Always a program, even without rules: no rules means only the
      * default devices, as with runc. */
-    return apply_devices(cg, r, err);
+    return devices ? apply_devices(cg, r, err) : 0;
 }
 
 static int check_relative(const char *relative, brig_error_t *err)
@@ -314,8 +327,8 @@ static int check_relative(const char *relative, brig_error_t *err)
     return 0;
 }
 
-int brig_cgroup_create(const char *relative, const struct brig_resources *r,
-                       struct brig_cgroup *out, brig_error_t *err)
+static int create_cgroup(const char *relative, const struct brig_resources *r, bool devices,
+                         struct brig_cgroup *out, brig_error_t *err)
 {
     out->path = NULL;
     out->dir_fd = -1;
@@ -337,7 +350,7 @@ int brig_cgroup_create(const char *relative, const struct brig_resources *r,
         return -1;
     }
     size_t depth = path_depth(relative);
-    if (setup_new(r, &cg, first_new > depth, err) < 0) {
+    if (setup_new(r, &cg, first_new > depth, devices, err) < 0) {
         brig_cgroup_close(&cg);
         if (first_new <= depth)
             undo_dirs(root, relative, first_new, depth);
@@ -345,6 +358,18 @@ int brig_cgroup_create(const char *relative, const struct brig_resources *r,
     }
     *out = cg;
     return 0;
+}
+
+int brig_cgroup_create(const char *relative, const struct brig_resources *r,
+                       struct brig_cgroup *out, brig_error_t *err)
+{
+    return create_cgroup(relative, r, true, out, err);
+}
+
+int brig_cgroup_create_without_devices(const char *relative, const struct brig_resources *r,
+                                       struct brig_cgroup *out, brig_error_t *err)
+{
+    return create_cgroup(relative, r, false, out, err);
 }
 
 int brig_cgroup_open(const char *path, struct brig_cgroup *out, brig_error_t *err)

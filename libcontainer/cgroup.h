@@ -70,9 +70,26 @@ struct brig_cgroup {
  * is left behind. */
 int brig_cgroup_create(const char *relative, const struct brig_resources *r,
                        struct brig_cgroup *out, brig_error_t *err);
+/* The same without the device program: the caller attaches one
+ * (brig_cgroup_devices_attach) before anything of the container runs. */
+int brig_cgroup_create_without_devices(const char *relative, const struct brig_resources *r,
+                                       struct brig_cgroup *out, brig_error_t *err);
 /* Opens an existing one by absolute path (from the state file). */
 int brig_cgroup_open(const char *path, struct brig_cgroup *out, brig_error_t *err);
 void brig_cgroup_close(struct brig_cgroup *cg);
+
+/* linux.resources.devices as a compiled device program (ebpf.c), kept
+ * apart from the cgroup so create can attach it after the clone, while the
+ * init is still setting up (the verifier then runs beside it). */
+struct bpf_insn;
+struct brig_devices_program {
+    struct bpf_insn *insns;
+    size_t len;
+};
+int brig_cgroup_devices_compile(const struct brig_resources *r, struct brig_devices_program *out,
+                                brig_error_t *err);
+int brig_cgroup_devices_attach(const struct brig_cgroup *cg, const struct brig_devices_program *p,
+                               brig_error_t *err);
 
 /* Applies (again) a resources section: used by create and by `update`. */
 int brig_cgroup_apply(const struct brig_cgroup *cg, const struct brig_resources *r,

@@ -87,7 +87,21 @@ static int signal_pid_namespace(pid_t init, int sig, brig_error_t *err)
 struct create_ctx {
     struct brig_state *state;
     const struct brig_spec *spec;
+    const struct brig_cgroup *cgroup;
+    struct brig_devices_program devices; /* attached after the clone */
 };
+
+/* The verifier's half millisecond runs while the init sets up its mounts:
+ * the init asks for the runtime hooks (and so waits for us) before any
+ * hook or process of the container runs, and this is done by then. Until
+ * then only brig's own set-up runs in the cgroup. */
+static int attach_devices(void *opaque, brig_error_t *err)
+{
+    struct create_ctx *ctx = opaque;
+    if (ctx->devices.insns == NULL)
+        return 0;
+    return brig_cgroup_devices_attach(ctx->cgroup, &ctx->devices, err);
+}
 
 static int run_runtime_hooks(void *opaque, pid_t init_pid, char **state_json, brig_error_t *err)
 {
@@ -209,7 +223,8 @@ void brig_container_undo_cgroup(struct brig_cgroup *cg)
 }
 
 int brig_container_setup_cgroup(const struct brig_create_options *o, const struct brig_spec *spec,
-                        struct brig_cgroup *cg, brig_error_t *err)
+                                struct brig_cgroup *cg, struct brig_devices_program *deferred,
+                                brig_error_t *err)
 {
     const struct brig_linux *l = spec->linux_;
     cleanup_free char *mine = brig_container_own_cgroup();
@@ -242,7 +257,12 @@ int brig_container_setup_cgroup(const struct brig_create_options *o, const struc
     }
     res.devices = rules;
     res.n_devices = n;
-    return brig_cgroup_create(relative, &res, cg, err);
+    if (deferred == NULL)
+        return brig_cgroup_create(relative, &res, cg, err);
+    /* Compiled (so checked) now, attached by the caller later. */
+    if (brig_cgroup_devices_compile(&res, deferred, err) < 0)
+        return -1;
+    return brig_cgroup_create_without_devices(relative, &res, cg, err);
 }
 
 static int create_in_dir(const struct brig_create_options *o, const struct brig_spec *spec,
@@ -266,7 +286,8 @@ static int create_in_dir(const struct brig_create_options *o, const struct brig_
     if (r == 0 && brig_mounts_check_destinations(spec, st->rootfs, err) < 0)
         r = brig_error_wrap(err, "%s", config_path);
     struct brig_cgroup cg = { NULL, -1 };
-    if (r == 0 && !o->no_cgroup && brig_container_setup_cgroup(o, spec, &cg, err) < 0)
+    struct create_ctx ctx = { st, spec, &cg, { NULL, 0 } };
+    if (r == 0 && !o->no_cgroup && brig_container_setup_cgroup(o, spec, &cg, &ctx.devices, err) < 0)
         r = -1;
     if (r == 0 && cg.path) {
         free(st->cgroup_path);
@@ -281,7 +302,6 @@ static int create_in_dir(const struct brig_create_options *o, const struct brig_
     const struct brig_seccomp *seccomp = spec->linux_ ? spec->linux_->seccomp : NULL;
     if (r == 0 && seccomp && brig_seccomp_compile(seccomp, &filter, err) < 0)
         r = brig_error_wrap(err, "%s", config_path);
-    struct create_ctx ctx = { st, spec };
     struct brig_init_config ic = {
         .spec = spec,
         .id = o->id,
@@ -294,6 +314,7 @@ static int create_in_dir(const struct brig_create_options *o, const struct brig_
         .listen_fds = o->listen_fds,
         .cgroup_fd = cg.dir_fd,
         .seccomp = filter,
+        .after_clone = attach_devices,
         .runtime_hooks = run_runtime_hooks,
         .seccomp_listener = hand_to_listener,
         .ctx = &ctx,
@@ -324,6 +345,7 @@ static int create_in_dir(const struct brig_create_options *o, const struct brig_
     if (r < 0)
         brig_container_undo_cgroup(&cg);
     brig_seccomp_free(filter);
+    free(ctx.devices.insns);
     brig_cgroup_close(&cg);
     brig_state_free(st);
     return r;

@@ -41,8 +41,13 @@ int brig_container_new_state(const struct brig_create_options *o, const struct b
 char *brig_container_own_cgroup(void);
 struct brig_cgroup;
 void brig_container_undo_cgroup(struct brig_cgroup *cg);
+struct brig_devices_program;
+/* With `deferred`, the device program is compiled into it rather than
+ * attached: the caller attaches it (brig_cgroup_devices_attach) and frees
+ * deferred->insns. */
 int brig_container_setup_cgroup(const struct brig_create_options *o, const struct brig_spec *spec,
-                                struct brig_cgroup *cg, brig_error_t *err);
+                                struct brig_cgroup *cg, struct brig_devices_program *deferred,
+                                brig_error_t *err);
 
 /* Releases the init blocked on the exec fifo. A failing poststart hook is
  * not an error (the spec says warn and go on): it lands in *warning. */

@@ -276,7 +276,8 @@ int brig_process_spawn_init(const struct brig_init_config *cfg, pid_t *init_pid,
     }
     brig_ns_join_close(&join);
     close(brig_steal_fd(child_fd));
-    if (wait_cgroup && place_in_cgroup(cfg->cgroup_fd, child, sync_fd, err) < 0) {
+    if ((wait_cgroup && place_in_cgroup(cfg->cgroup_fd, child, sync_fd, err) < 0)
+        || (cfg->after_clone && cfg->after_clone(cfg->ctx, err) < 0)) {
         kill_and_reap(child, 0);
         return -1;
     }

@@ -21,6 +21,9 @@ struct brig_init_config {
     int preserve_fds;         /* then P more fds pass through to the process */
     int cgroup_fd;            /* the container's cgroup dir, or -1 */
     struct brig_seccomp_filter *seccomp;  /* compiled by the runtime, or NULL */
+    /* Runs in the runtime right after the clone, while the init sets up;
+     * done before the init is told to go past its mounts. May be NULL. */
+    int (*after_clone)(void *ctx, brig_error_t *err);
     /* Runs prestart and createRuntime hooks once the init's mounts are in
      * place; hands back the state JSON that container-side hooks read. */
     int (*runtime_hooks)(void *ctx, pid_t init_pid, char **state_json, brig_error_t *err);

@@ -200,7 +200,7 @@ static int restore_in_dir(struct restore_run *rr, int dir_fd, const char *config
             r = brig_write_file_atomic_at(dir_fd, BRIG_SAVED_CONFIG, json, len, 0600, err);
     }
     struct brig_cgroup cg = { NULL, -1 };
-    if (r == 0 && !o->no_cgroup && brig_container_setup_cgroup(&co, rr->spec, &cg, err) < 0)
+    if (r == 0 && !o->no_cgroup && brig_container_setup_cgroup(&co, rr->spec, &cg, NULL, err) < 0)
         r = -1;
     if (r == 0 && cg.path) {
         free(rr->st->cgroup_path);

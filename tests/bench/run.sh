@@ -39,14 +39,31 @@ done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/brig-bench.XXXXXX")
 log=$work/errors.log
+# State roots where every runtime keeps them by default: on the tmpfs of
+# /run (/run/brig, /run/crun, /run/runc). On a disk file system, creating
+# and removing state files costs each runtime several tenths of a
+# millisecond of journal work that no real deployment pays.
+# Where /run is not a tmpfs, the benchmark mounts one of its own.
+states=$work/state
+mkdir -p "$states"
+if [ "$(stat -f -c %T /run 2>/dev/null)" = tmpfs ]; then
+	states=$(mktemp -d /run/brig-bench.XXXXXX)
+else
+	mount -t tmpfs -o mode=0700 brig-bench-state "$states" || die "cannot mount a tmpfs for the state roots"
+fi
 cleanup() {
 	local r id
 	for r in "${runtimes[@]}"; do
 		[ "$r" = floor ] && continue
-		for id in $("${bin[$r]}" --root "$work/root-$r" list -q 2>/dev/null); do
-			"${bin[$r]}" --root "$work/root-$r" delete -f "$id" >/dev/null 2>&1 || true
+		for id in $("${bin[$r]}" --root "$states/root-$r" list -q 2>/dev/null); do
+			"${bin[$r]}" --root "$states/root-$r" delete -f "$id" >/dev/null 2>&1 || true
 		done
 	done
+	if [ "$states" = "$work/state" ]; then
+		umount "$states" 2>/dev/null || true
+	else
+		rm -rf "$states"
+	fi
 	rm -rf "$work"
 }
 declare -a runtimes=()
@@ -92,10 +109,10 @@ add_runtime() { # NAME BINARY
 		skipped="$skipped$1: not installed; "
 		return 0
 	}
-	mkdir -p "$work/root-$1"
-	if ! "$path" --root "$work/root-$1" run --bundle "$work/true" "probe-$1" >/dev/null 2>"$work/probe-$1.err"; then
+	mkdir -p "$states/root-$1"
+	if ! "$path" --root "$states/root-$1" run --bundle "$work/true" "probe-$1" >/dev/null 2>"$work/probe-$1.err"; then
 		skipped="$skipped$1: $(tail -1 "$work/probe-$1.err"); "
-		"$path" --root "$work/root-$1" delete -f "probe-$1" >/dev/null 2>&1 || true
+		"$path" --root "$states/root-$1" delete -f "probe-$1" >/dev/null 2>&1 || true
 		return 0
 	fi
 	runtimes+=("$1")
@@ -140,14 +157,14 @@ wait_gone() {
 rt() { # NAME ARGS...: runs the runtime NAME with its own state root
 	local name=$1
 	shift
-	"${bin[$name]}" --root "$work/root-$name" "$@"
+	"${bin[$name]}" --root "$states/root-$name" "$@"
 }
 
 # measure_rt FILE NAME ARGS...: measure of the runtime NAME.
 measure_rt() {
 	local file=$1 name=$2
 	shift 2
-	measure "$file" "${bin[$name]}" --root "$work/root-$name" "$@"
+	measure "$file" "${bin[$name]}" --root "$states/root-$name" "$@"
 }
 
 # ---------------------------------------------------------- benchmarks ----
@@ -200,7 +217,7 @@ for r in "${runtimes[@]}"; do
 	# bench-timeit under bench-timeit: the outer one records the inner one's
 	# wall time (plus one fork and exec) and the largest runtime's RSS.
 	measure "concurrent.$r" "$timeit" -l "$log" -p "$C" -- \
-		"${bin[$r]}" --root "$work/root-$r" run -d --bundle "$work/sleep" "many-%d"
+		"${bin[$r]}" --root "$states/root-$r" run -d --bundle "$work/sleep" "many-%d"
 	for ((k = 0; k < C; k++)); do
 		rt "$r" delete -f "many-$k" >/dev/null 2>>"$log" &
 	done
@@ -240,16 +257,18 @@ json_bench() { # BENCH NAMES...: a JSON object for one benchmark
 	json_bench exec "${runtimes[@]}" floor
 	json_bench concurrent "${runtimes[@]}"
 } | jq -s --arg machine "$LABEL" --arg kernel "$(uname -r)" --arg date "$(date -u +%Y-%m-%dT%H:%MZ)" \
-	--argjson n "$N" --argjson c "$C" --arg skipped "$skipped" '
+	--argjson n "$N" --argjson c "$C" --arg skipped "$skipped" \
+	--arg statefs "$(stat -f -c %T "$states")" --arg bpffs "$(stat -f -c %T /sys/fs/bpf 2>/dev/null || echo none)" '
 	add as $b
 	| def ratio($x; $y): if $b[$x] and $b[$x].brig and $b[$x][$y]
 		then ($b[$x].brig.median_ms / $b[$x][$y].median_ms * 1000 | round / 1000) else null end;
 	{"label": $machine, "date": $date, "kernel": $kernel, "iterations": $n, "concurrent": $c,
-	 "left_out": $skipped, "benchmarks": $b,
+	 "left_out": $skipped, "state_fs": $statefs, "bpffs": ($bpffs == "bpf_fs"), "benchmarks": $b,
 	 ratios: ($b | keys | map({(.): {"brig/crun": ratio(.; "crun"), "brig/runc": ratio(.; "runc"),
 	                                 "brig/floor": ratio(.; "floor")}}) | add)}' >"$result"
 
 jq -r '"# \(.label) (kernel \(.kernel), \(.date)): median [p10-p90] ms, median peak RSS"' "$result"
+jq -r '"# state roots on \(.state_fs); bpffs on /sys/fs/bpf (brig caches its device programs there): \(.bpffs)"' "$result"
 {
 	jq -r '.benchmarks | to_entries[] | .key as $b | .value | to_entries[]
 		| "\($b)\t\(.key)\t\(.value.median_ms)\t[\(.value.p10_ms)-\(.value.p90_ms)]\t\(.value.peak_rss_kb) KB"' "$result"

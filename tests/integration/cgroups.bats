@@ -169,7 +169,7 @@ load helpers
 	[ "$(ls /sys/fs/bpf/brig | grep -c '^devices-')" -eq "$pins" ] || fail "a second pin for the same rules"
 	# The same rules again: the program is attached already and stays.
 	echo '{"devices": [{"allow": false, "access": "rwm"}]}' | brig update -r - "$CID"
-	run brig exec "$CID" sh -c 'echo x >/dev/null && echo null-works; mknod /dev/brig-kmsg c 1 11 && echo kmsg-made'
+	run brig exec "$CID" sh -c 'echo x >/dev/null && echo null-works; mknod /dev/brig-kmsg c 1 11 && echo kmsg-made; mknod /dev/brig-null c 1 3 && echo null-made'
 	[[ "$output" == *null-works* ]] || fail "output: $output"
 	[[ "$output" != *kmsg-made* ]] || fail "a denied device was made after update: $output"
 	[[ "$output" == *null-made* ]] || fail "an allowed device could not be made after update: $output"

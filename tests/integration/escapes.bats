@@ -79,7 +79,9 @@ start_exe_attacker() {
 				[ "${d#/proc/}" = $$ ] && continue
 				t=$(readlink "$d/exe" 2>/dev/null) || continue
 				case $t in */busybox) continue ;; esac
-				exec 3<"$d/exe" || continue
+				# `command`: a failed redirection of a plain exec would end
+				# the script when the process is gone before the open.
+				command exec 3<"$d/exe" 2>/dev/null || continue
 				echo "opened $t"
 				i=0
 				while [ $i -lt 3000 ]; do
