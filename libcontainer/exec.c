@@ -122,8 +122,54 @@ static int exec_in_container(const struct exec_ctx *x, int sync_fd, brig_error_t
     _exit(127);
 }
 
+/* setns of a pid or time namespace only decides where the caller's next
+ * children are born. So the runtime enters them itself around the clone:
+ * the new process starts in the container's pid namespace and needs no
+ * go-between to fork it (one process fewer per exec). Not with a user
+ * namespace to join, which must come first. `back` keeps our own, to
+ * return to; the joined fds are closed. */
+static int enter_for_children(struct brig_ns_join *join, int back[2], brig_error_t *err)
+{
+    static const struct {
+        enum brig_ns_type type;
+        const char *own;
+        int flag;
+    } kinds[2] = {
+        { BRIG_NS_PID, "/proc/self/ns/pid_for_children", CLONE_NEWPID },
+        { BRIG_NS_TIME, "/proc/self/ns/time_for_children", CLONE_NEWTIME },
+    };
+    back[0] = back[1] = -1;
+    for (int i = 0; i < 2; i++) {
+        int fd = join->fd[kinds[i].type];
+        if (fd < 0)
+            continue;
+        back[i] = open(kinds[i].own, O_RDONLY | O_CLOEXEC);
+        if (back[i] < 0)
+            return brig_error_set(err, errno, "open `%s`", kinds[i].own);
+        if (setns(fd, kinds[i].flag) < 0)
+            return brig_error_set(err, errno, "join %s namespace",
+                                  brig_ns_type_name(kinds[i].type));
+        close(fd);
+        join->fd[kinds[i].type] = -1;
+    }
+    return 0;
+}
+
+static void leave_for_children(int back[2])
+{
+    static const int flags[2] = { CLONE_NEWPID, CLONE_NEWTIME };
+    for (int i = 0; i < 2; i++) {
+        if (back[i] < 0)
+            continue;
+        setns(back[i], flags[i]);
+        close(back[i]);
+        back[i] = -1;
+    }
+}
+
 static __attribute__((noreturn)) void exec_child(const struct exec_ctx *x,
-                                                 const struct brig_ns_join *join, int sync_fd)
+                                                 const struct brig_ns_join *join, bool direct,
+                                                 int sync_fd)
 {
     brig_error_t err = NULL;
     /* Inside the container's namespaces but still the brig binary: not
@@ -144,10 +190,13 @@ static __attribute__((noreturn)) void exec_child(const struct exec_ctx *x,
     if (brig_ns_join_all(join, &err) == 0) {
         struct brig_ns_join closed = *join;
         brig_ns_join_close(&closed);
+        if (direct)
+            exec_in_container(x, sync_fd, &err);
         /* The pid and time namespaces only take effect in a child. */
-        pid_t pid = brig_clone_fork(0);
+        pid_t pid = err ? -1 : brig_clone_fork(0);
         if (pid < 0) {
-            brig_error_set(&err, errno, "fork");
+            if (err == NULL)
+                brig_error_set(&err, errno, "fork");
         } else if (pid > 0) {
             _exit(brig_sync_send(sync_fd, BRIG_SYNC_INIT_PID, pid, NULL, &err) < 0);
         } else {
@@ -230,6 +279,16 @@ static int spawn(const struct exec_ctx *x, bool paused, pid_t *pid, brig_error_t
         return brig_error_set(err, errno, "create sync socket");
     }
     cleanup_close int sync_fd = pair[0];
+    int back[2] = { -1, -1 };
+    bool direct = join.fd[BRIG_NS_USER] < 0;
+    if (direct && enter_for_children(&join, back, err) < 0) {
+        leave_for_children(back);
+        brig_ns_join_close(&join);
+        close(pair[1]);
+        if (cg >= 0)
+            close(cg);
+        return -1;
+    }
     /* Into a frozen cgroup (--ignore-paused) the process would freeze
      * before it is ready: it joins after its set-up instead, and freezes
      * there as the rest of the container is. */
@@ -241,9 +300,10 @@ static int spawn(const struct exec_ctx *x, bool paused, pid_t *pid, brig_error_t
     }
     if (child == 0) {
         close(sync_fd);
-        exec_child(x, &join, pair[1]);
+        exec_child(x, &join, direct, pair[1]);
     }
     int saved = errno;
+    leave_for_children(back);
     close(pair[1]);
     brig_ns_join_close(&join);
     if (child < 0) {
@@ -252,7 +312,7 @@ static int spawn(const struct exec_ctx *x, bool paused, pid_t *pid, brig_error_t
         return brig_error_set(err, saved, "clone");
     }
     int master = -1;
-    *pid = 0;
+    *pid = direct ? child : 0;
     int r = drive_exec(x, sync_fd, child, pid, &master, err);
     if (r == 0 && cg >= 0 && !placed && *pid > 0) {
         char buf[16];

@@ -160,3 +160,46 @@ host_ns() {
 	printf '%s\n' "${lines[@]}" | grep -Eq '^boottime +864000 +0$'
 	[ "${lines[-1]}" != "$(host_ns time)" ]
 }
+
+@test "exec into a container with a time namespace joins it, and its pid namespace" {
+	update_config '.linux.namespaces += [{"type": "time"}]
+		| .linux.timeOffsets = {"boottime": {"secs": 864000, "nanosecs": 0},
+		                        "monotonic": {"secs": 864000, "nanosecs": 0}}'
+	set_args sleep 100
+	brig_detached run -d "$CID"
+	host_uptime=$(cut -d' ' -f1 /proc/uptime)
+	run brig exec "$CID" sh -c 'cut -d" " -f1 /proc/uptime; echo "pid $$"; readlink /proc/self/ns/time; readlink /proc/self/ns/pid'
+	[ "$status" -eq 0 ]
+	inside=${lines[0]%.*}
+	[ "$inside" -ge $((${host_uptime%.*} + 864000)) ] || fail "uptime inside: ${lines[0]}"
+	# pid 1 is the init: the exec'd shell has a small pid of the container's.
+	[[ "${lines[1]}" =~ ^pid\ [0-9]{1,3}$ ]] || fail "not in the container's pid namespace: ${lines[1]}"
+	init=$(container_pid "$CID")
+	[ "${lines[2]}" = "$(readlink "/proc/$init/ns/time")" ]
+	[ "${lines[3]}" = "$(readlink "/proc/$init/ns/pid")" ]
+	# brig's own namespaces for children are its own again afterwards:
+	# a second exec lands in the same place.
+	run brig exec "$CID" sh -c 'readlink /proc/self/ns/pid'
+	[ "$output" = "$(readlink "/proc/$init/ns/pid")" ]
+}
+
+@test "exec into a user-namespaced container joins its user and pid namespaces" {
+	update_config '.linux.namespaces += [{"type": "user"}]
+		| .linux.uidMappings = [{"containerID": 0, "hostID": 100000, "size": 65536}]
+		| .linux.gidMappings = [{"containerID": 0, "hostID": 100000, "size": 65536}]'
+	set_args sleep 100
+	brig_detached run -d "$CID"
+	brig exec "$CID" sleep 7 >/dev/null 2>&1 &
+	for _ in $(seq 50); do
+		pid=$(pgrep -f '^sleep 7$' | head -1)
+		[ -n "$pid" ] && break
+		sleep 0.1
+	done
+	[ -n "$pid" ] || fail "the exec'd process did not show up"
+	[ "$(stat -c %u "/proc/$pid")" = 100000 ]
+	init=$(container_pid "$CID")
+	[ "$(readlink "/proc/$pid/ns/user")" = "$(readlink "/proc/$init/ns/user")" ]
+	[ "$(readlink "/proc/$pid/ns/pid")" = "$(readlink "/proc/$init/ns/pid")" ]
+	kill "$pid"
+	wait || true
+}
