@@ -59,6 +59,7 @@ cleanup() {
 			"${bin[$r]}" --root "$states/root-$r" delete -f "$id" >/dev/null 2>&1 || true
 		done
 	done
+	umount "$work/ro" 2>/dev/null || true
 	if [ "$states" = "$work/state" ]; then
 		umount "$states" 2>/dev/null || true
 	else
@@ -119,6 +120,15 @@ add_runtime() { # NAME BINARY
 	bin[$1]=$path
 }
 add_runtime brig "$BRIG"
+# brig-ro: the same binary on a read-only mount, where it needs no second
+# execve through a read-only copy of itself (libcontainer/selfexe.c); how
+# brig runs when installed on a read-only /usr. BENCH_RO=0 leaves it out.
+if [ "${BENCH_RO:-1}" != 0 ]; then
+	mkdir -p "$work/ro"
+	cp "$BRIG" "$work/ro/brig"
+	mount --bind "$work/ro" "$work/ro" && mount -o remount,bind,ro "$work/ro" &&
+		add_runtime brig-ro "$work/ro/brig"
+fi
 add_runtime crun "$CRUN"
 add_runtime runc "$RUNC"
 case " ${runtimes[*]} " in *" brig "*) ;; *) die "brig cannot run a container here: $skipped" ;; esac
@@ -177,7 +187,7 @@ for ((i = 0; i < N; i++)); do
 		if [ "$r" = floor ]; then
 			measure run.floor "$floor" run "$cgroup2" "$work/rootfs"
 		else
-			measure_rt "run.$r" "$r" run --bundle "$work/true" "run-$i"
+			measure_rt "run.$r" "$r" run --bundle "$work/true" "run-$r-$i"
 		fi
 	done
 done
@@ -185,17 +195,17 @@ done
 # 2: create, start and delete, each timed by itself.
 for ((i = 0; i < N; i++)); do
 	for r in $(rotated "$i" "${runtimes[@]}"); do
-		measure_rt "create.$r" "$r" create --bundle "$work/true" --pid-file "$work/pid" "lc-$i"
-		measure_rt "start.$r" "$r" start "lc-$i"
+		measure_rt "create.$r" "$r" create --bundle "$work/true" --pid-file "$work/pid" "lc-$r-$i"
+		measure_rt "start.$r" "$r" start "lc-$r-$i"
 		wait_gone "$(cat "$work/pid")"
-		measure_rt "delete.$r" "$r" delete "lc-$i"
+		measure_rt "delete.$r" "$r" delete "lc-$r-$i"
 	done
 done
 
 # 3: exec of /bin/true into a running container (the floor: setns + fork).
 declare -A target=()
 for r in "${runtimes[@]}"; do
-	rt "$r" run -d --bundle "$work/sleep" --pid-file "$work/pid-$r" exec-target \
+	rt "$r" run -d --bundle "$work/sleep" --pid-file "$work/pid-$r" "exec-$r" \
 		</dev/null >/dev/null 2>>"$log" || die "$r: cannot start the exec target: $(tail -3 "$log")"
 	target[$r]=$(cat "$work/pid-$r")
 done
@@ -204,12 +214,12 @@ for ((i = 0; i < N; i++)); do
 		if [ "$r" = floor ]; then
 			measure exec.floor "$floor" exec "$cgroup2" "${target[brig]}"
 		else
-			measure_rt "exec.$r" "$r" exec exec-target /bin/true
+			measure_rt "exec.$r" "$r" exec "exec-$r" /bin/true
 		fi
 	done
 done
 for r in "${runtimes[@]}"; do
-	rt "$r" delete -f exec-target >/dev/null 2>>"$log" || true
+	rt "$r" delete -f "exec-$r" >/dev/null 2>>"$log" || true
 done
 
 # 5: C containers started at once; wall time until every one is running.
@@ -217,9 +227,9 @@ for r in "${runtimes[@]}"; do
 	# bench-timeit under bench-timeit: the outer one records the inner one's
 	# wall time (plus one fork and exec) and the largest runtime's RSS.
 	measure "concurrent.$r" "$timeit" -l "$log" -p "$C" -- \
-		"${bin[$r]}" --root "$states/root-$r" run -d --bundle "$work/sleep" "many-%d"
+		"${bin[$r]}" --root "$states/root-$r" run -d --bundle "$work/sleep" "many-$r-%d"
 	for ((k = 0; k < C; k++)); do
-		rt "$r" delete -f "many-$k" >/dev/null 2>>"$log" &
+		rt "$r" delete -f "many-$r-$k" >/dev/null 2>>"$log" &
 	done
 	wait
 done
@@ -265,7 +275,10 @@ json_bench() { # BENCH NAMES...: a JSON object for one benchmark
 	{"label": $machine, "date": $date, "kernel": $kernel, "iterations": $n, "concurrent": $c,
 	 "left_out": $skipped, "state_fs": $statefs, "bpffs": ($bpffs == "bpf_fs"), "benchmarks": $b,
 	 ratios: ($b | keys | map({(.): {"brig/crun": ratio(.; "crun"), "brig/runc": ratio(.; "runc"),
-	                                 "brig/floor": ratio(.; "floor")}}) | add)}' >"$result"
+	                                 "brig/floor": ratio(.; "floor"),
+	                                 "brig-ro/floor": (if $b[.]["brig-ro"] and $b[.].floor
+	                                   then ($b[.]["brig-ro"].median_ms / $b[.].floor.median_ms * 1000 | round / 1000)
+	                                   else null end)}}) | add)}' >"$result"
 
 jq -r '"# \(.label) (kernel \(.kernel), \(.date)): median [p10-p90] ms, median peak RSS"' "$result"
 jq -r '"# state roots on \(.state_fs); bpffs on /sys/fs/bpf (brig caches its device programs there): \(.bpffs)"' "$result"
