@@ -139,3 +139,30 @@ setup() {
 	[ "$status" -eq 0 ]
 	jq -e '.data.memory.usage.limit == 67108864 and .data.pids.limit == 50 and .data.pids.current == 3' <<<"$output" >/dev/null || fail "stats: $output"
 }
+
+@test "containers created at once under a new parent cgroup all get their limits" {
+	# The parent does not exist yet: one create makes it and enables pids
+	# there while the others make their own cgroups beside and write
+	# pids.max; every one must end up with its limit.
+	update_config '.linux.resources.pids = {limit: 77}'
+	set_args sleep 100
+	parent=brigrace-$CID
+	for i in $(seq 24); do
+		mkdir -p "$BATS_TEST_TMPDIR/b$i"
+		jq --arg p "/$parent/c$i" --arg r "$ROOTFS" '.linux.cgroupsPath = $p | .root.path = $r' \
+			"$BUNDLE/config.json" >"$BATS_TEST_TMPDIR/b$i/config.json"
+	done
+	pids=()
+	for i in $(seq 24); do
+		"$BRIG" --root "$ROOT" run -d --bundle "$BATS_TEST_TMPDIR/b$i" "$CID-$i" </dev/null >/dev/null 2>"$BATS_TEST_TMPDIR/err$i" &
+		pids+=($!)
+	done
+	failed=0
+	for p in "${pids[@]}"; do wait "$p" || failed=$((failed + 1)); done
+	[ "$failed" -eq 0 ] || fail "$failed creates failed: $(cat "$BATS_TEST_TMPDIR"/err* | sort | uniq -c)"
+	for i in $(seq 24); do
+		[ "$(cat "$(cgroup_v2_root)/$parent/c$i/pids.max")" = 77 ] || fail "c$i has no limit"
+	done
+	for i in $(seq 24); do brig delete -f "$CID-$i"; done
+	rmdir "$(cgroup_v2_root)/$parent" 2>/dev/null || true
+}
