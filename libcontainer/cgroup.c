@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <time.h>
@@ -165,6 +166,13 @@ static int enable_in(const char *dir, const char *const *needed, const struct br
     cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0)
         return brig_error_set(err, errno, "cgroup: open `%s`", dir);
+    /* Another brig may be enabling the same controllers here right now:
+     * the kernel shows them in cgroup.subtree_control before it has made
+     * their files in every child, so seeing them is not enough. Its write
+     * has returned by the time we hold the lock (released with the fd). */
+    while (flock(dfd, LOCK_EX) < 0)
+        if (errno != EINTR)
+            return brig_error_set(err, errno, "cgroup: lock `%s`", dir);
     if (brig_read_file_at(dfd, "cgroup.controllers", &controllers, NULL, err) < 0
         || brig_read_file_at(dfd, "cgroup.subtree_control", &subtree, NULL, err) < 0)
         return brig_error_wrap(err, "cgroup `%s`", dir);
