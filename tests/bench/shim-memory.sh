@@ -46,9 +46,11 @@ containerd_import_busybox || die "the busybox image could not be imported"
 # shim_memory BINARY: "PSS_KIB RSS_KIB" summed over its running processes.
 shim_memory() {
 	local pid pss=0 rss=0 p r
-	# By executable: pgrep -x can't match names past 15 characters.
-	for pid in $(for e in /proc/[0-9]*/exe; do
-		[ "$(basename "$(readlink "$e" 2>/dev/null)")" = "$1" ] && basename "$(dirname "$e")"
+	# By argv[0]: pgrep -x can't match names past 15 characters, and brig's
+	# shim runs from a detached read-only copy of itself, whose /proc/PID/exe
+	# names no file (libcontainer/selfexe.c).
+	for pid in $(for c in /proc/[0-9]*/cmdline; do
+		[ "$(basename "$(tr '\0' '\n' <"$c" 2>/dev/null | head -1)")" = "$1" ] && basename "$(dirname "$c")"
 	done); do
 		p=$(awk '/^Pss:/ { print $2 }' "/proc/$pid/smaps_rollup" 2>/dev/null || echo 0)
 		r=$(awk '/^Rss:/ { print $2 }' "/proc/$pid/smaps_rollup" 2>/dev/null || echo 0)
