@@ -6,9 +6,12 @@
  * the container then opens /proc/PID/exe, waits for the last brig to exit
  * (no more ETXTBSY) and rewrites the host's runtime through its fd. Being
  * non-dumpable does not close that door. So the commands that put processes
- * into a container first re-execute themselves from a memfd copy sealed
- * against writes: what a container can reach through /proc is then that
- * copy, which nobody can change, and the host file never. */
+ * into a container first make sure their executable is a file nobody can
+ * write: a detached read-only bind mount of brig's own file, which the
+ * process is moved onto in place (selfexe_rebind.c), or which it
+ * re-executes from where that can't be done; failing both, a memfd copy
+ * sealed against writes. What a container can reach through /proc is then
+ * that file, and the host's writable one never. */
 #include "selfexe.h"
 
 #include <errno.h>
@@ -37,6 +40,9 @@
 extern char **environ;
 
 #define SELF_EXE_ENV "BRIG_SELF_EXE"
+/* "reexec": skip the in-place move (a debugger's breakpoints, set before
+ * it, would be lost with the old text). */
+#define SELF_EXE_MODE_ENV "BRIG_SELFEXE"
 
 #define SEALS_NEEDED (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
 
@@ -118,11 +124,16 @@ static int readonly_clone_of_self(void)
     return fd;
 }
 
+/* The installed file's path, for the files that sit beside it in a build
+ * tree: once /proc/self/exe names a detached mount or a memfd, it no
+ * longer says. */
+static char selfexe_original[PATH_MAX];
+
 int brig_selfexe_path(char *buf, size_t size)
 {
-    const char *env = getenv(SELF_EXE_ENV);
-    if (env && *env && strlen(env) < size) {
-        strcpy(buf, env);
+    const char *known = selfexe_original[0] ? selfexe_original : getenv(SELF_EXE_ENV);
+    if (known && *known && strlen(known) < size) {
+        strcpy(buf, known);
         return 0;
     }
     ssize_t n = readlink("/proc/self/exe", buf, size - 1);
@@ -132,26 +143,40 @@ int brig_selfexe_path(char *buf, size_t size)
     return 0;
 }
 
-int brig_selfexe_reexec_sealed(char **argv, brig_error_t *err)
+/* Moves this very process onto the read-only clone: reopened for reading
+ * (an O_PATH fd can be neither mapped nor made the exe). */
+static int rebind_onto(int tree, brig_error_t *err)
 {
-    /* The read-only check first: it is one statvfs, and it is what the
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", tree);
+    cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return brig_error_set(err, errno, "reopen the read-only clone of brig");
+    return brig_selfexe_rebind(fd, err);
+}
+
+int brig_selfexe_protect(char **argv, brig_error_t *err)
+{
+    /* The read-only check first: it is one statvfs, and it is what a
      * re-executed brig (on its read-only mount) finds. */
     if (selfexe_on_readonly_mount() || brig_selfexe_is_sealed())
         return 0;
-    /* After the re-exec /proc/self/exe no longer names the installed file
-     * (a detached mount or a memfd): keep its path for the files that sit
-     * beside it in a build tree. */
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n > 0) {
-        self[n] = '\0';
-        setenv(SELF_EXE_ENV, self, 1);
+    ssize_t n = readlink("/proc/self/exe", selfexe_original, sizeof selfexe_original - 1);
+    selfexe_original[n > 0 ? n : 0] = '\0';
+    const char *mode = getenv(SELF_EXE_MODE_ENV);
+    bool reexec_only = mode && strcmp(mode, "reexec") == 0;
+    cleanup_close int ro = readonly_clone_of_self();
+    if (ro >= 0 && !reexec_only) {
+        brig_error_t ignored = NULL;
+        if (rebind_onto(ro, &ignored) == 0)
+            return 0;
+        brig_error_release(&ignored); /* re-executing does the same job */
     }
-    int ro = readonly_clone_of_self();
-    if (ro >= 0) {
+    if (selfexe_original[0])
+        setenv(SELF_EXE_ENV, selfexe_original, 1);
+    if (ro >= 0)
         syscall(SYS_execveat, ro, "", argv, environ, AT_EMPTY_PATH);
-        close(ro); /* fall back to the sealed copy */
-    }
+    /* Fall back to the sealed copy. */
     cleanup_close int fd = memfd_for_exec();
     if (fd < 0)
         return brig_error_set(err, errno, "memfd_create for a sealed copy of brig");

@@ -10,14 +10,21 @@
 /* True when this process runs from a sealed in-memory copy of brig. */
 bool brig_selfexe_is_sealed(void);
 
-/* Re-executes brig (argv, environ) through a detached read-only bind mount
- * of its executable, or where that can't be had from a sealed in-memory
- * copy, unless it already runs from a read-only mount or such a copy.
- * Returns only on failure. */
-int brig_selfexe_reexec_sealed(char **argv, brig_error_t *err);
+/* Makes the process's executable (/proc/self/exe) a file nobody can write,
+ * unless it already is one (a read-only mount, a sealed copy): moves the
+ * process in place onto a detached read-only bind mount of its file, or
+ * where that can't be done re-executes brig (argv, environ) from there, or
+ * from a sealed in-memory copy. Returns 0 when the process is guarded; a
+ * re-execution doesn't return, unless it fails. */
+int brig_selfexe_protect(char **argv, brig_error_t *err);
+
+/* Swaps the process's image for the same one mapped from fd (a readable
+ * fd of the very same file, on a read-only mount) and makes fd's file
+ * /proc/self/exe. On failure the process runs on unchanged. */
+int brig_selfexe_rebind(int fd, brig_error_t *err);
 
 /* The path of the brig file this process was started from, also after the
- * re-exec; -1 when unknown. */
+ * move or the re-exec; -1 when unknown. */
 int brig_selfexe_path(char *buf, size_t size);
 
 #endif

@@ -492,7 +492,7 @@ int main(int argc, char **argv)
          * from a sealed copy of itself, so they can't reach its file
          * (see brig-security(7)). */
         brig_error_t err = NULL;
-        if (brig_selfexe_reexec_sealed(argv, &err) < 0) {
+        if (brig_selfexe_protect(argv, &err) < 0) {
             fprintf(stderr, "%s\n", err->msg);
             brig_error_release(&err);
             return 1;

@@ -146,7 +146,7 @@ int main(int argc, char **argv)
         brig_error_t err = NULL;
         if ((strcmp(name, "create") == 0 || strcmp(name, "run") == 0 || strcmp(name, "exec") == 0
                 || strcmp(name, "sandbox") == 0)
-            && brig_selfexe_reexec_sealed(argv, &err) < 0)
+            && brig_selfexe_protect(argv, &err) < 0)
             return brig_fail(&err);
         brig_log("debug", "%s", name);
         int sub_argc = argc - optind;

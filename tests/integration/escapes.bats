@@ -127,6 +127,18 @@ run_self_exe_attack() {
 	[ "$(sha256sum <"$BRIG")" = "$BRIG_SUM" ] || fail "the runtime binary was modified"
 }
 
+@test "CVE-2019-5736: the same attack on a brig told to re-execute instead of moving onto the read-only file" {
+	# BRIG_SELFEXE=reexec takes the path brig falls back to where the
+	# kernel won't move /proc/self/exe: a second execve from the clone.
+	use_brig_copy
+	export BRIG_SELFEXE=reexec
+	run_self_exe_attack
+	grep -q '^opened ' "$BATS_TEST_TMPDIR/attack.out"
+	refute grep -qF "$BRIG" "$BATS_TEST_TMPDIR/attack.out"
+	refute grep -q WROTE "$BATS_TEST_TMPDIR/attack.out"
+	[ "$(sha256sum <"$BRIG")" = "$BRIG_SUM" ] || fail "the runtime binary was modified"
+}
+
 @test "CVE-2019-5736: a runtime on a read-only mount runs without the copy, and still can't be rewritten" {
 	# brig skips the sealed copy when its file sits on a read-only mount
 	# (the fast path): the attacker then reaches the file itself, and the
