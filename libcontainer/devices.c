@@ -147,16 +147,24 @@ static int bind_host_node(int parent, const char *name, const struct node *n, br
 static int create_node_in(int parent, const char *name, const struct node *n, bool in_userns,
                           brig_error_t *err)
 {
-    /* Already there (the image's own /dev, or an earlier mount): leave it,
-     * as runc does. */
-    struct stat st;
-    if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-        return 0;
     /* FIFOs need no privilege, even in a user namespace. */
-    if (in_userns && n->type != S_IFIFO)
+    if (in_userns && n->type != S_IFIFO) {
+        struct stat st;
+        if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+            return 0;
         return bind_host_node(parent, name, n, err);
+    }
+    /* Already there (the image's own /dev, or an earlier mount): leave it,
+     * as runc does. EEXIST says so for any kind of entry, a dangling
+     * symlink included. */
     if (mknodat(parent, name, n->type | (n->mode & 0777), makedev(n->major, n->minor)) < 0)
         return errno == EEXIST ? 0 : brig_error_set(err, errno, "device `%s`: mknod", n->path);
+    /* With the umask cleared (brig_devices_create), mknod made the node as
+     * asked unless an owner or set-id and sticky bits are wanted: then
+     * nothing is left to change, and nothing is looked up again. */
+    if ((n->mode & 07000) == 0 && !n->has_uid && !n->has_gid)
+        return 0;
+    struct stat st;
     cleanup_close int fd = openat(parent, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0 || fstat(fd, &st) < 0)
         return brig_error_set(err, errno, "device `%s`: open", n->path);

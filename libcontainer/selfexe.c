@@ -24,6 +24,8 @@
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <linux/magic.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -56,12 +58,20 @@ bool brig_selfexe_is_sealed(void)
 }
 
 /* A binary on a read-only mount can't be rewritten through /proc/PID/exe
- * either (EROFS), so the copy and the second execve are skipped there:
- * installing brig on a read-only file system is the fast way to start. */
-static bool selfexe_on_readonly_mount(void)
+ * either (EROFS), so the move or the re-exec is skipped there: installing
+ * brig on a read-only file system is the fast way to start. A memfd lives
+ * on the kernel's internal tmpfs (or hugetlbfs), so only there can the
+ * file be a sealed copy: elsewhere the seals aren't looked for. */
+static bool selfexe_needs_guard(void)
 {
-    struct statvfs st;
-    return statvfs("/proc/self/exe", &st) == 0 && (st.f_flag & ST_RDONLY) != 0;
+    struct statfs st;
+    if (statfs("/proc/self/exe", &st) < 0)
+        return !brig_selfexe_is_sealed();
+    if (st.f_flags & ST_RDONLY)
+        return false;
+    if (st.f_type == TMPFS_MAGIC || st.f_type == HUGETLBFS_MAGIC)
+        return !brig_selfexe_is_sealed();
+    return true;
 }
 
 static int memfd_for_exec(void)
@@ -157,9 +167,7 @@ static int rebind_onto(int tree, brig_error_t *err)
 
 int brig_selfexe_protect(char **argv, brig_error_t *err)
 {
-    /* The read-only check first: it is one statvfs, and it is what a
-     * re-executed brig (on its read-only mount) finds. */
-    if (selfexe_on_readonly_mount() || brig_selfexe_is_sealed())
+    if (!selfexe_needs_guard())
         return 0;
     ssize_t n = readlink("/proc/self/exe", selfexe_original, sizeof selfexe_original - 1);
     selfexe_original[n > 0 ? n : 0] = '\0';
