@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Benchmarks brig against crun and runc on this machine, all on the same
 # busybox bundle, in one run, alternating between them, and against the
-# kernel floor (tests/bench/floor.c). `make bench` runs it on the host and in
-# the test VM (tests/bench/bench.sh).
+# kernel floor (tests/bench/floor.c, built twice: as any small C program,
+# dynamically linked, and as a static PIE the way brig is). `make bench`
+# runs it on the host and in the test VM (tests/bench/bench.sh).
 #
 #   tests/bench/run.sh [RESULT.json]
 #
 # Environment: BRIG CRUN RUNC (the binaries; a runtime that cannot run a
 # container here is left out, with the reason), BENCH_BIN (where bench-timeit
-# and bench-floor are), BENCH_ITERATIONS (200: run, create/start/delete and
+# and the bench-floor programs are), BENCH_ITERATIONS (200: run, create/start/delete and
 # exec), BENCH_CONCURRENT (100 containers started at once), BENCH_LABEL (a
 # name for this machine in the report). Prints a table and writes the figures
 # as JSON to RESULT.json (default bench-result.json).
@@ -26,6 +27,7 @@ LABEL=${BENCH_LABEL:-$(hostname)}
 result=${1:-bench-result.json}
 timeit=$BENCH_BIN/bench-timeit
 floor=$BENCH_BIN/bench-floor
+floor_static=$BENCH_BIN/bench-floor-static
 
 die() {
 	echo "bench: $*" >&2
@@ -33,7 +35,7 @@ die() {
 }
 
 [ "$(id -u)" -eq 0 ] || die "the benchmarks create containers and must run as root"
-for tool in jq /bin/busybox "$timeit" "$floor" "$BRIG"; do
+for tool in jq /bin/busybox "$timeit" "$floor" "$floor_static" "$BRIG"; do
 	command -v "$tool" >/dev/null || die "$tool is missing (make bench builds the tools; jq and busybox-static come from Debian)"
 done
 
@@ -183,9 +185,11 @@ echo "# $LABEL: ${runtimes[*]} and the kernel floor; $N iterations, $C concurren
 
 # 1 and 6: run of /bin/true, and the kernel doing the same work by itself.
 for ((i = 0; i < N; i++)); do
-	for r in $(rotated "$i" "${runtimes[@]}" floor); do
+	for r in $(rotated "$i" "${runtimes[@]}" floor floor-static); do
 		if [ "$r" = floor ]; then
 			measure run.floor "$floor" run "$cgroup2" "$work/rootfs"
+		elif [ "$r" = floor-static ]; then
+			measure run.floor-static "$floor_static" run "$cgroup2" "$work/rootfs"
 		else
 			measure_rt "run.$r" "$r" run --bundle "$work/true" "run-$r-$i"
 		fi
@@ -210,9 +214,11 @@ for r in "${runtimes[@]}"; do
 	target[$r]=$(cat "$work/pid-$r")
 done
 for ((i = 0; i < N; i++)); do
-	for r in $(rotated "$i" "${runtimes[@]}" floor); do
+	for r in $(rotated "$i" "${runtimes[@]}" floor floor-static); do
 		if [ "$r" = floor ]; then
 			measure exec.floor "$floor" exec "$cgroup2" "${target[brig]}"
+		elif [ "$r" = floor-static ]; then
+			measure exec.floor-static "$floor_static" exec "$cgroup2" "${target[brig]}"
 		else
 			measure_rt "exec.$r" "$r" exec "exec-$r" /bin/true
 		fi
@@ -260,32 +266,34 @@ json_bench() { # BENCH NAMES...: a JSON object for one benchmark
 }
 
 {
-	json_bench run "${runtimes[@]}" floor
+	json_bench run "${runtimes[@]}" floor floor-static
 	json_bench create "${runtimes[@]}"
 	json_bench start "${runtimes[@]}"
 	json_bench delete "${runtimes[@]}"
-	json_bench exec "${runtimes[@]}" floor
+	json_bench exec "${runtimes[@]}" floor floor-static
 	json_bench concurrent "${runtimes[@]}"
 } | jq -s --arg machine "$LABEL" --arg kernel "$(uname -r)" --arg date "$(date -u +%Y-%m-%dT%H:%MZ)" \
 	--argjson n "$N" --argjson c "$C" --arg skipped "$skipped" \
 	--arg statefs "$(stat -f -c %T "$states")" --arg bpffs "$(stat -f -c %T /sys/fs/bpf 2>/dev/null || echo none)" '
 	add as $b
-	| def ratio($x; $y): if $b[$x] and $b[$x].brig and $b[$x][$y]
-		then ($b[$x].brig.median_ms / $b[$x][$y].median_ms * 1000 | round / 1000) else null end;
+	| def ratio_of($r; $x; $y): if $b[$x] and $b[$x][$r] and $b[$x][$y]
+		then ($b[$x][$r].median_ms / $b[$x][$y].median_ms * 1000 | round / 1000) else null end;
+	def ratio($x; $y): ratio_of("brig"; $x; $y);
 	{"label": $machine, "date": $date, "kernel": $kernel, "iterations": $n, "concurrent": $c,
 	 "left_out": $skipped, "state_fs": $statefs, "bpffs": ($bpffs == "bpf_fs"), "benchmarks": $b,
 	 ratios: ($b | keys | map({(.): {"brig/crun": ratio(.; "crun"), "brig/runc": ratio(.; "runc"),
 	                                 "brig/floor": ratio(.; "floor"),
-	                                 "brig-ro/floor": (if $b[.]["brig-ro"] and $b[.].floor
-	                                   then ($b[.]["brig-ro"].median_ms / $b[.].floor.median_ms * 1000 | round / 1000)
-	                                   else null end)}}) | add)}' >"$result"
+	                                 "brig-ro/floor": ratio_of("brig-ro"; .; "floor"),
+	                                 "brig/floor-static": ratio(.; "floor-static"),
+	                                 "brig-ro/floor-static": ratio_of("brig-ro"; .; "floor-static")}}) | add)}' >"$result"
 
 jq -r '"# \(.label) (kernel \(.kernel), \(.date)): median [p10-p90] ms, median peak RSS"' "$result"
 jq -r '"# state roots on \(.state_fs); bpffs on /sys/fs/bpf (brig caches its device programs there): \(.bpffs)"' "$result"
-{
-	jq -r '.benchmarks | to_entries[] | .key as $b | .value | to_entries[]
-		| "\($b)\t\(.key)\t\(.value.median_ms)\t[\(.value.p10_ms)-\(.value.p90_ms)]\t\(.value.peak_rss_kb) KB"' "$result"
-	jq -r '.ratios | to_entries[] | "\(.key)\tratios\t"
-		+ (.value | to_entries | map(select(.value != null) | "\(.key) \(.value)") | join("  "))' "$result"
-} | column -t -s "$(printf '\t')"
+jq -r '.benchmarks | to_entries[] | .key as $b | .value | to_entries[]
+	| "\($b)\t\(.key)\t\(.value.median_ms)\t[\(.value.p10_ms)-\(.value.p90_ms)]\t\(.value.peak_rss_kb) KB"' "$result" |
+	column -t -s "$(printf '\t')"
+# The ratios apart, so that their long lines don't widen the figures' columns.
+jq -r '.ratios | to_entries[] | "\(.key)\tratios  "
+	+ (.value | to_entries | map(select(.value != null) | "\(.key) \(.value)") | join("  "))' "$result" |
+	column -t -s "$(printf '\t')"
 echo "# written to $result"
