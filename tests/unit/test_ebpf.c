@@ -172,6 +172,136 @@ static void test_defaults(void)
     TABLE("defaults + deny all + fuse", usual, true, up);
 }
 
+/* ---- the compiled program against the rules' meaning ---------------------------- */
+
+/* The semantics written out plainly: the last matching rule wins, the
+ * defaults count as appended after the spec's rules, nothing matching
+ * denies; an allow rule matches when it grants all of the access asked, a
+ * deny rule when it takes away any of it. */
+static int access_mask(const char *access)
+{
+    int bits = 0;
+    for (const char *c = access ? access : "rwm"; *c; c++)
+        bits |= *c == 'r' ? 1 : *c == 'w' ? 2 : 4;
+    return bits;
+}
+
+static bool rule_matches(const struct brig_device_rule *r, char type, long major, long minor,
+                         int asked)
+{
+    if (r->type && strcmp(r->type, "a") != 0 && r->type[0] != type)
+        return false;
+    if ((r->has_major && r->major != major) || (r->has_minor && r->minor != minor))
+        return false;
+    int granted = access_mask(r->access);
+    return r->allow ? (asked & ~granted) == 0 : (asked & granted) != 0;
+}
+
+static const long default_devices[][2] = { { 1, 3 }, { 1, 5 }, { 1, 7 }, { 1, 8 },
+                                           { 1, 9 }, { 5, 0 }, { 5, 2 }, { 136, ANY } };
+#define N_DEFAULT_DEVICES (sizeof default_devices / sizeof default_devices[0])
+
+static int reference_verdict(const struct brig_device_rule *rules, size_t n, bool defaults,
+                             char type, long major, long minor, const char *access)
+{
+    int asked = access_mask(access);
+    if (defaults)
+        for (size_t i = 0; i < N_DEFAULT_DEVICES; i++) {
+            struct brig_device_rule d = rule(true, "c", default_devices[i][0],
+                                             default_devices[i][1], "rwm");
+            if (rule_matches(&d, type, major, minor, asked))
+                return 1;
+        }
+    for (size_t i = n; i-- > 0;)
+        if (rule_matches(&rules[i], type, major, minor, asked))
+            return rules[i].allow;
+    return 0;
+}
+
+/* Random rule lists over a small alphabet, so that neighbours sharing all
+ * but their minor (compiled as one block) are common, against every probe
+ * of a grid around those values. */
+static void test_against_reference(void)
+{
+    static const char *types[] = { "a", "c", "b" };
+    static const long majors[] = { ANY, 1, 5, 136 };
+    static const long minors[] = { ANY, 0, 2, 3, 9, 30, 31, 32, 40 };
+    static const char *accesses[] = { "rwm", "r", "w", "m", "rw", "wm" };
+    static const long probe_majors[] = { 1, 5, 136, 7 };
+    static const long probe_minors[] = { 0, 1, 2, 3, 9, 30, 31, 32, 33, 40, 1048575 };
+    static const char *probe_access[] = { "r", "w", "m", "rw", "rwm" };
+    unsigned seed = 9;
+    size_t lists = 0, probes = 0, wrong = 0, grouped = 0;
+    for (int round = 0; round < 3000; round++) {
+        struct brig_device_rule rules[7];
+        size_t n = (size_t) (rand_r(&seed) % 8);
+        for (size_t i = 0; i < n; i++) {
+            /* Runs of the same rule but its minor, most of the time. */
+            if (i > 0 && rand_r(&seed) % 3 != 0) {
+                rules[i] = rules[i - 1];
+                long minor = minors[1 + rand_r(&seed) % 8];
+                rules[i].has_minor = true;
+                rules[i].minor = minor;
+                continue;
+            }
+            rules[i] = rule(rand_r(&seed) % 2, types[rand_r(&seed) % 3],
+                            majors[rand_r(&seed) % 4], minors[rand_r(&seed) % 9],
+                            accesses[rand_r(&seed) % 6]);
+        }
+        bool defaults = rand_r(&seed) % 2;
+        struct bpf_insn *insns = NULL;
+        size_t len = 0;
+        brig_error_t err = NULL;
+        if (brig_ebpf_devices_compile(rules, n, defaults, &insns, &len, &err) < 0) {
+            printf("#   round %d: %s\n", round, err->msg);
+            brig_error_release(&err);
+            wrong++;
+            continue;
+        }
+        lists++;
+        for (size_t i = 0; i < len; i++)
+            grouped += insns[i].code == (BPF_ALU64 | BPF_RSH | BPF_X);
+        for (int t = 0; t < 2; t++)
+            for (size_t a = 0; a < sizeof probe_majors / sizeof probe_majors[0]; a++)
+                for (size_t b = 0; b < sizeof probe_minors / sizeof probe_minors[0]; b++)
+                    for (size_t c = 0; c < sizeof probe_access / sizeof probe_access[0]; c++) {
+                        char type = t ? 'b' : 'c';
+                        int want = reference_verdict(rules, n, defaults, type, probe_majors[a],
+                                                     probe_minors[b], probe_access[c]);
+                        int got = brig_ebpf_devices_eval(insns, len, type, probe_majors[a],
+                                                         probe_minors[b], probe_access[c]);
+                        probes++;
+                        if (got != want && wrong++ < 5)
+                            printf("#   round %d: %c %ld:%ld %s: program %d, rules %d\n", round,
+                                   type, probe_majors[a], probe_minors[b], probe_access[c], got,
+                                   want);
+                    }
+        free(insns);
+    }
+    printf("#   %zu rule lists, %zu probes, %zu grouped blocks\n", lists, probes, grouped);
+    CHECK(wrong == 0 && lists == 3000, "random rule lists: the program decides as the rules say");
+    CHECK(grouped > 1000, "random rule lists: neighbours differing in their minor share a block");
+}
+
+/* The defaults are three blocks: major 1 (five minors), major 5 (two) and
+ * 136 (any minor), not eight. */
+static void test_defaults_grouped(void)
+{
+    struct bpf_insn *insns = NULL;
+    size_t len = 0;
+    brig_error_t err = NULL;
+    CHECK(brig_ebpf_devices_compile(NULL, 0, true, &insns, &len, &err) == 0, "defaults compile");
+    size_t branches = 0, shifts = 0;
+    for (size_t i = 0; i < len; i++) {
+        uint8_t cls = insns[i].code & 0x07;
+        branches += cls == BPF_JMP && insns[i].code != (BPF_JMP | BPF_EXIT);
+        shifts += insns[i].code == (BPF_ALU64 | BPF_RSH | BPF_X);
+    }
+    printf("#   defaults: %zu instructions, %zu branches\n", len, branches);
+    CHECK(shifts == 2 && branches == 10, "defaults: two bitmask blocks, 10 branches (24 one by one)");
+    free(insns);
+}
+
 static void test_compile_errors(void)
 {
     struct {
@@ -298,6 +428,19 @@ static void test_kernel(void)
     CHECK(attached_count(cg_fd) == 1, "kernel: still one program after replacing");
     CHECK(probe_in_cgroup() == 2, "kernel: /dev/null opens again after replacing");
 
+    /* The defaults with a leading deny-all, the usual spec: the grouped
+     * blocks pass the verifier, and /dev/null (1:3, in a group) opens. */
+    struct brig_device_rule deny_all[] = { rule(false, "a", ANY, ANY, "rwm") };
+    CHECK(brig_ebpf_devices_compile(deny_all, 1, true, &insns, &len, &err) == 0,
+          "kernel: compile deny all + defaults");
+    r = brig_ebpf_devices_attach(cg_fd, insns, len, &err);
+    CHECK(r == 0, "kernel: grouped program loads and attaches");
+    if (r < 0)
+        printf("#   %s\n", err->msg);
+    brig_error_release(&err);
+    free(insns);
+    CHECK(probe_in_cgroup() == 2, "kernel: defaults allow /dev/null and /dev/zero");
+
     /* A program the verifier refuses: reading past the context. */
     struct bpf_insn bad[] = {
         { .code = BPF_LDX | BPF_MEM | BPF_W, .dst_reg = 0, .src_reg = 1, .off = 64 },
@@ -387,6 +530,8 @@ int main(void)
 {
     test_tables();
     test_defaults();
+    test_defaults_grouped();
+    test_against_reference();
     test_compile_errors();
     test_program_shape();
     if (geteuid() == 0) {
