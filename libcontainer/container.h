@@ -83,6 +83,16 @@ struct brig_exec_options {
     /* The container's saved spec when the caller has read it already (for
      * the process defaults); NULL: read here. Saves parsing it twice. */
     const struct brig_spec *spec;
+    /* The container's state dir when the caller holds it open and locked
+     * already (brig_container_open, which read `state` too); NULL: opened
+     * here. Saves opening, locking and reading it twice. Still the
+     * caller's to close and free. */
+    const struct brig_opened_container *opened;
+};
+
+struct brig_opened_container {
+    int dir_fd;
+    struct brig_state *state;
 };
 
 /* Starts a process in the running container; *pid is its pid here. */

@@ -350,10 +350,13 @@ int brig_container_exec(const struct brig_exec_options *o, pid_t *pid, brig_erro
     if (!o->process->terminal && o->console_socket)
         return brig_error_set(err, 0, "exec: --console-socket needs a terminal (--tty)");
     cleanup_close int root_fd = -1;
-    struct brig_state *st = NULL;
-    cleanup_close int dir_fd = brig_container_open(o->root, o->id, &root_fd, &st, err);
-    if (dir_fd < 0)
+    cleanup_close int own_dir_fd = -1;
+    struct brig_state *own_st = NULL;
+    if (o->opened == NULL
+        && (own_dir_fd = brig_container_open(o->root, o->id, &root_fd, &own_st, err)) < 0)
         return -1;
+    int dir_fd = o->opened ? o->opened->dir_fd : own_dir_fd;
+    struct brig_state *st = o->opened ? o->opened->state : own_st;
     enum brig_status status = brig_state_status(dir_fd, st);
     int r = 0;
     if (status == BRIG_STATUS_STOPPED || status == BRIG_STATUS_CREATING)
@@ -378,6 +381,6 @@ int brig_container_exec(const struct brig_exec_options *o, pid_t *pid, brig_erro
         r = spawn(&x, status == BRIG_STATUS_PAUSED, pid, err);
     brig_seccomp_free(x.filter);
     brig_spec_free(loaded);
-    brig_state_free(st);
+    brig_state_free(own_st);
     return r;
 }

@@ -241,8 +241,21 @@ static int parse_flags(int argc, char **argv, struct exec_flags *f, struct brig_
 
 /* Starts the process, then (unless detached) waits for it like run does:
  * signals forwarded, terminal relayed, the time limit enforced. */
+static void close_opened(struct brig_opened_container *opened, int *root_fd)
+{
+    if (opened->dir_fd >= 0)
+        close(brig_steal_fd(opened->dir_fd));
+    if (*root_fd >= 0)
+        close(brig_steal_fd(*root_fd));
+    brig_state_free(opened->state);
+    opened->state = NULL;
+}
+
+/* The container's state dir (o->opened, locked) is closed once the
+ * process has started, so that the wait doesn't hold the lock. */
 static int exec_and_wait(const struct brig_exec_options *o, bool detach, const char *pid_file,
-                         int timeout_ms, int *master)
+                         int timeout_ms, int *master, struct brig_opened_container *opened,
+                         int *root_fd)
 {
     if (detach && timeout_ms > 0)
         return brig_fail_msg("exec: --timeout needs the foreground (no --detach)");
@@ -259,7 +272,9 @@ static int exec_and_wait(const struct brig_exec_options *o, bool detach, const c
     }
     brig_error_t err = NULL;
     pid_t pid;
-    if (brig_container_exec(o, &pid, &err) < 0)
+    int started = brig_container_exec(o, &pid, &err);
+    close_opened(opened, root_fd);
+    if (started < 0)
         return brig_fail(&err);
     if (pid_file && brig_write_pid_file(pid_file, pid, &err) < 0) {
         kill(pid, SIGKILL);
@@ -291,6 +306,7 @@ static int exec_and_wait(const struct brig_exec_options *o, bool detach, const c
  * with the flags applied. */
 static int load_process(const struct brig_exec_options *o, const struct exec_flags *f,
                         char **args, int n_args, struct brig_spec **spec,
+                        struct brig_opened_container *opened, int *root_fd,
                         struct brig_process **from_file, struct brig_process *p,
                         struct brig_capabilities *caps)
 {
@@ -306,19 +322,14 @@ static int load_process(const struct brig_exec_options *o, const struct exec_fla
     }
     if (n_args == 0)
         return brig_fail_msg("exec: missing the command to run (see `brig exec --help`)");
-    int root_fd = -1;
-    struct brig_state *st = NULL;
-    int dir_fd = brig_container_open(o->root, o->id, &root_fd, &st, &err);
-    int r = dir_fd < 0 ? -1 : brig_container_load_spec(dir_fd, spec, &err);
-    brig_state_free(st);
-    if (dir_fd >= 0)
-        close(dir_fd);
-    if (root_fd >= 0)
-        close(root_fd);
-    if (r < 0)
+    /* Kept open and locked for brig_container_exec, which would otherwise
+     * open, lock and read it all again. */
+    opened->dir_fd = brig_container_open(o->root, o->id, root_fd, &opened->state, &err);
+    if (opened->dir_fd < 0 || brig_container_load_spec(opened->dir_fd, spec, &err) < 0)
         return brig_fail(&err);
     return build_process(*spec ? (*spec)->process : NULL, f, args, n_args, p, caps);
 }
+
 
 int brig_cmd_exec(int argc, char **argv)
 {
@@ -334,17 +345,21 @@ int brig_cmd_exec(int argc, char **argv)
     int n_args = argc - optind - 1;
 
     struct brig_spec *spec = NULL;
+    struct brig_opened_container opened = { -1, NULL };
+    int root_fd = -1;
     struct brig_process *from_file = NULL, p = { 0 };
     struct brig_capabilities caps = { 0 };
-    r = load_process(&o, &f, args, n_args, &spec, &from_file, &p, &caps);
+    r = load_process(&o, &f, args, n_args, &spec, &opened, &root_fd, &from_file, &p, &caps);
     int master = -1;
     if (r == 0) {
         o.process = &p;
         o.spec = spec;
+        o.opened = opened.dir_fd >= 0 ? &opened : NULL;
         if (p.terminal && !o.console_socket && !f.detach)
             o.pty_master = &master;
-        r = exec_and_wait(&o, f.detach, f.pid_file, f.timeout_ms, &master);
+        r = exec_and_wait(&o, f.detach, f.pid_file, f.timeout_ms, &master, &opened, &root_fd);
     }
+    close_opened(&opened, &root_fd);
     if (!f.process_file) {
         free(p.env.v);
         free(caps.bounding.v);

@@ -115,6 +115,23 @@ setup() {
 	[[ " $(tr '\n' ' ' <<<"$output") " != *" 7 "* ]] && [[ " $(tr '\n' ' ' <<<"$output") " != *" 9 "* ]] || fail "leaked: $output"
 }
 
+@test "a foreground exec leaves the container free while its process runs" {
+	# exec holds the container's lock only until the process has started:
+	# a second exec, kill or delete need not wait for the first to end.
+	brig exec "$CID" sleep 30017 </dev/null >/dev/null 2>&1 &
+	first=$!
+	for _ in $(seq 50); do
+		pgrep -f 'sleep 30017' >/dev/null && break
+		sleep 0.1
+	done
+	pgrep -f 'sleep 30017' >/dev/null || fail "the first exec's process never ran"
+	run timeout 5 "$BRIG" --root "$ROOT" exec "$CID" sh -c 'echo second'
+	pkill -f 'sleep 30017' || true
+	wait "$first" || true
+	[ "$status" -eq 0 ] || fail "second exec: $status $output"
+	[ "$output" = second ]
+}
+
 @test "exec --timeout kills the process and its children and exits 124" {
 	start=$(date +%s)
 	run brig exec --timeout 1s "$CID" sh -c 'sleep 100 & sleep 100'
