@@ -43,8 +43,11 @@ echo "# brig under test: $BRIG"
 tap=$(mktemp "${TMPDIR:-/tmp}/brig-tap.XXXXXX") || die "mktemp failed"
 trap 'rm -f "$tap"' EXIT
 
-# Keep bats' status: a crash part-way must not read as success.
-bats --tap "$@" >"$tap" 2>&1
+# Keep bats' status: a crash part-way must not read as success. Signals
+# ignored here (a runner started under nohup ignores SIGHUP) would stay
+# ignored in every container, where a shell can't trap them again, and the
+# tests that send them would wait for ever: bats starts with the defaults.
+env --default-signal bats --tap "$@" >"$tap" 2>&1
 bats_status=$?
 cat "$tap"
 
