@@ -71,6 +71,13 @@ int brig_container_open(const char *root, const char *id, int *root_fd, struct b
                         brig_error_t *err);
 
 struct brig_process;
+
+/* A container's state dir, open and locked, with its state as read. */
+struct brig_opened_container {
+    int dir_fd;
+    struct brig_state *state;
+};
+
 struct brig_exec_options {
     const char *root;
     const char *id;
@@ -88,11 +95,6 @@ struct brig_exec_options {
      * here. Saves opening, locking and reading it twice. Still the
      * caller's to close and free. */
     const struct brig_opened_container *opened;
-};
-
-struct brig_opened_container {
-    int dir_fd;
-    struct brig_state *state;
 };
 
 /* Starts a process in the running container; *pid is its pid here. */

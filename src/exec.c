@@ -239,8 +239,7 @@ static int parse_flags(int argc, char **argv, struct exec_flags *f, struct brig_
     return 0;
 }
 
-/* Starts the process, then (unless detached) waits for it like run does:
- * signals forwarded, terminal relayed, the time limit enforced. */
+/* Closes what load_process kept open (the lock goes with the dir fd). */
 static void close_opened(struct brig_opened_container *opened, int *root_fd)
 {
     if (opened->dir_fd >= 0)
@@ -251,8 +250,10 @@ static void close_opened(struct brig_opened_container *opened, int *root_fd)
     opened->state = NULL;
 }
 
-/* The container's state dir (o->opened, locked) is closed once the
- * process has started, so that the wait doesn't hold the lock. */
+/* Starts the process, then (unless detached) waits for it like run does:
+ * signals forwarded, terminal relayed, the time limit enforced. The
+ * container's state dir (o->opened, locked) is closed once the process has
+ * started, so that the wait doesn't hold the lock. */
 static int exec_and_wait(const struct brig_exec_options *o, bool detach, const char *pid_file,
                          int timeout_ms, int *master, struct brig_opened_container *opened,
                          int *root_fd)
@@ -329,7 +330,6 @@ static int load_process(const struct brig_exec_options *o, const struct exec_fla
         return brig_fail(&err);
     return build_process(*spec ? (*spec)->process : NULL, f, args, n_args, p, caps);
 }
-
 
 int brig_cmd_exec(int argc, char **argv)
 {
