@@ -634,13 +634,17 @@ int brig_cgroup_destroy(const char *path, brig_error_t *err)
                                   path, WAIT_MS / 1000);
         sleep_ms(10);
     }
-    int copy = dup(dfd);
-    if (copy < 0)
-        return brig_error_set(err, errno, "cgroup: remove `%s`", path);
-    if (remove_children(copy, path, deadline, err) < 0)
-        return -1;
-    if (rmdir_patiently(AT_FDCWD, path, deadline) < 0)
-        return brig_error_set(err, errno, "cgroup: remove `%s`", path);
+    /* Most containers make no child cgroups: one rmdir, and the listing
+     * only when that finds some. */
+    if (unlinkat(AT_FDCWD, path, AT_REMOVEDIR) < 0 && errno != ENOENT) {
+        int copy = dup(dfd);
+        if (copy < 0)
+            return brig_error_set(err, errno, "cgroup: remove `%s`", path);
+        if (remove_children(copy, path, deadline, err) < 0)
+            return -1;
+        if (rmdir_patiently(AT_FDCWD, path, deadline) < 0)
+            return brig_error_set(err, errno, "cgroup: remove `%s`", path);
+    }
     remove_brig_parent(path);
     return 0;
 }

@@ -267,7 +267,7 @@ int brig_container_setup_cgroup(const struct brig_create_options *o, const struc
 
 static int create_in_dir(const struct brig_create_options *o, const struct brig_spec *spec,
                          const char *config_path, const char *config_text, size_t config_len,
-                         int dir_fd, pid_t *init_pid, brig_error_t *err)
+                         int dir_fd, pid_t *init_pid, struct brig_state **keep, brig_error_t *err)
 {
     struct brig_state *st = NULL;
     int r = brig_container_new_state(o, spec, &st, err);
@@ -347,11 +347,19 @@ static int create_in_dir(const struct brig_create_options *o, const struct brig_
     brig_seccomp_free(filter);
     free(ctx.devices.insns);
     brig_cgroup_close(&cg);
+    if (r == 0 && keep)
+        *keep = brig_steal_ptr(st);
     brig_state_free(st);
     return r;
 }
 
-int brig_container_create(const struct brig_create_options *o, pid_t *init_pid, brig_error_t *err)
+static int start_opened(int dir_fd, const struct brig_state *st, brig_error_t *warning,
+                        brig_error_t *err);
+
+/* With `warning` (run), the new container is started too, while its state
+ * dir is still open and locked and its state in memory. */
+static int create(const struct brig_create_options *o, pid_t *init_pid, bool *created,
+                  brig_error_t *warning, brig_error_t *err)
 {
     cleanup_free char *config_path = NULL;
     if (asprintf(&config_path, "%s/config.json", o->bundle ? o->bundle : ".") < 0)
@@ -361,6 +369,7 @@ int brig_container_create(const struct brig_create_options *o, pid_t *init_pid, 
     size_t config_len = 0;
     if (brig_spec_load_text(config_path, &spec, &config_text, &config_len, err) < 0)
         return -1;
+    struct brig_state *st = NULL;
     int r = 0;
     if (spec->process && o->terminal)
         spec->process->terminal = true;
@@ -382,17 +391,35 @@ int brig_container_create(const struct brig_create_options *o, pid_t *init_pid, 
         if (dir_fd < 0) {
             r = -1;
         } else if (brig_container_profile_setup(o, spec, dir_fd, err) < 0
-                   || create_in_dir(o, spec, config_path, config_text, config_len, dir_fd, init_pid, err) < 0) {
+                   || create_in_dir(o, spec, config_path, config_text, config_len, dir_fd,
+                                    init_pid, warning ? &st : NULL, err) < 0) {
             brig_error_t ignored = NULL;
             brig_container_profile_teardown(dir_fd, &ignored);
             brig_error_release(&ignored);
-            brig_state_dir_remove(root_fd, o->id, &ignored);
+            brig_state_dir_remove(root_fd, dir_fd, o->id, &ignored);
             brig_error_release(&ignored);
             r = -1;
+        } else if (st) {
+            /* Created: a failing start leaves it for the caller to delete. */
+            *created = true;
+            r = start_opened(dir_fd, st, warning, err);
         }
     }
+    brig_state_free(st);
     brig_spec_free(spec);
     return r;
+}
+
+int brig_container_create(const struct brig_create_options *o, pid_t *init_pid, brig_error_t *err)
+{
+    return create(o, init_pid, NULL, NULL, err);
+}
+
+int brig_container_create_started(const struct brig_create_options *o, pid_t *init_pid,
+                                  bool *created, brig_error_t *warning, brig_error_t *err)
+{
+    *created = false;
+    return create(o, init_pid, created, warning, err);
 }
 
 /* ---- the saved spec for post* hooks ---- */
@@ -509,6 +536,16 @@ static int release_init(int dir_fd, const struct brig_state *st, brig_error_t *e
     return 0;
 }
 
+static int start_opened(int dir_fd, const struct brig_state *st, brig_error_t *warning,
+                        brig_error_t *err)
+{
+    if (release_init(dir_fd, st, err) < 0)
+        return -1;
+    if (run_post_hooks(dir_fd, st, BRIG_STATUS_RUNNING, true, warning) < 0)
+        brig_error_wrap(warning, "container `%s`", st->id);
+    return 0;
+}
+
 int brig_container_start(const char *root, const char *id, brig_error_t *warning, brig_error_t *err)
 {
     cleanup_close int root_fd = -1;
@@ -517,14 +554,12 @@ int brig_container_start(const char *root, const char *id, brig_error_t *warning
     if (dir_fd < 0)
         return -1;
     enum brig_status status = brig_state_status(dir_fd, st);
-    int r = 0;
+    int r;
     if (status != BRIG_STATUS_CREATED)
         r = brig_error_set(err, 0, "cannot start container `%s`: it is %s, not created", id,
                            brig_status_name(status));
-    if (r == 0)
-        r = release_init(dir_fd, st, err);
-    if (r == 0 && run_post_hooks(dir_fd, st, BRIG_STATUS_RUNNING, true, warning) < 0)
-        brig_error_wrap(warning, "container `%s`", id);
+    else
+        r = start_opened(dir_fd, st, warning, err);
     brig_state_free(st);
     return r;
 }
@@ -642,7 +677,7 @@ int brig_container_delete(const char *root, const char *id, bool force, brig_err
     if (r == 0)
         r = brig_container_profile_teardown(dir_fd, err);
     if (r == 0)
-        r = brig_state_dir_remove(root_fd, id, err);
+        r = brig_state_dir_remove(root_fd, dir_fd, id, err);
     brig_state_free(st);
     return r;
 }

@@ -30,6 +30,12 @@ struct brig_create_options {
 
 int brig_container_create(const struct brig_create_options *opts, pid_t *init_pid,
                           brig_error_t *err);
+/* create, then start (run): the start goes on with the state dir that
+ * create opened and locked and the state it wrote, not read back. When the
+ * start fails, *created says the container is there for the caller to
+ * delete. */
+int brig_container_create_started(const struct brig_create_options *opts, pid_t *init_pid,
+                                  bool *created, brig_error_t *warning, brig_error_t *err);
 
 /* Steps of create that restore repeats: the state a new container starts
  * with (paths resolved, no pid yet), and its cgroup with the spec's limits

@@ -86,18 +86,24 @@ static int setup_rootfs(const struct brig_init_config *cfg, int sync_fd, char **
     if (own_root && brig_rootfs_prepare(&rc, err) < 0)
         return -1;
 
-    cleanup_free struct brig_sync_msg *msg = malloc(sizeof *msg);
-    if (msg == NULL)
-        return brig_error_set(err, ENOMEM, "init");
-    if (brig_sync_send(sync_fd, BRIG_SYNC_RUNTIME_HOOKS, 0, NULL, err) < 0
-        || brig_sync_expect(sync_fd, BRIG_SYNC_HOOKS_DONE, msg, err) < 0)
-        return -1;
-    /* createContainer hooks: in the container's namespaces, before
-     * pivot_root, as the runtime spec orders them. */
-    if (brig_hooks_run(&spec->hooks.create_container, "createContainer", msg->payload, err) < 0)
-        return -1;
-    if ((*state_json = strdup(msg->payload)) == NULL)
-        return brig_error_set(err, ENOMEM, "init");
+    /* The runtime's hooks run here, while we wait, and tell us the state
+     * that ours get. Without any of these hooks, the round trip and the
+     * state it carries are skipped. */
+    const struct brig_hooks *h = &spec->hooks;
+    if (h->prestart.n + h->create_runtime.n + h->create_container.n + h->start_container.n > 0) {
+        cleanup_free struct brig_sync_msg *msg = malloc(sizeof *msg);
+        if (msg == NULL)
+            return brig_error_set(err, ENOMEM, "init");
+        if (brig_sync_send(sync_fd, BRIG_SYNC_RUNTIME_HOOKS, 0, NULL, err) < 0
+            || brig_sync_expect(sync_fd, BRIG_SYNC_HOOKS_DONE, msg, err) < 0)
+            return -1;
+        /* createContainer hooks: in the container's namespaces, before
+         * pivot_root, as the runtime spec orders them. */
+        if (brig_hooks_run(&h->create_container, "createContainer", msg->payload, err) < 0)
+            return -1;
+        if ((*state_json = strdup(msg->payload)) == NULL)
+            return brig_error_set(err, ENOMEM, "init");
+    }
 
     if (own_root && brig_rootfs_pivot(&rc, err) < 0)
         return -1;

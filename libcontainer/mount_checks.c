@@ -37,7 +37,22 @@ static bool symlink_leaves_root(const char *dir, const char *target)
     return false;
 }
 
-static int check_destination(int root_fd, size_t index, const char *destination, brig_error_t *err)
+/* The directory of the destination looked at last, kept open: a spec's
+ * mounts come in runs under one directory (/dev/pts, /dev/shm, ...). */
+struct checked_dir {
+    char *path;
+    int fd;
+};
+
+static void checked_dir_release(struct checked_dir *d)
+{
+    free(d->path);
+    if (d->fd >= 0)
+        close(d->fd);
+}
+
+static int check_destination(int root_fd, struct checked_dir *seen, size_t index,
+                             const char *destination, brig_error_t *err)
 {
     cleanup_free char *clean = brig_path_clean(destination);
     if (clean == NULL)
@@ -48,9 +63,14 @@ static int check_destination(int root_fd, size_t index, const char *destination,
     *slash = '\0';
     const char *dir = *clean ? clean : "/";
     const char *last = slash + 1;
-    brig_error_t ignored = NULL;
-    cleanup_close int dir_fd = brig_path_open_in_root(root_fd, dir, O_PATH | O_DIRECTORY, 0, &ignored);
-    brig_error_release(&ignored);
+    if (seen->path == NULL || strcmp(seen->path, dir) != 0) {
+        checked_dir_release(seen);
+        seen->fd = brig_path_try_open_in_root(root_fd, dir, O_PATH | O_DIRECTORY, 0);
+        seen->path = strdup(dir);
+        if (seen->path == NULL)
+            return brig_error_set(err, ENOMEM, "mounts[%zu]", index);
+    }
+    int dir_fd = seen->fd;
     if (dir_fd < 0)
         return 0; /* not there yet: it will be created as a directory */
     char target[PATH_MAX];
@@ -72,8 +92,9 @@ int brig_mounts_check_destinations(const struct brig_spec *spec, const char *roo
     cleanup_close int root_fd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (root_fd < 0)
         return brig_error_set(err, errno, "rootfs `%s`", rootfs);
+    __attribute__((cleanup(checked_dir_release))) struct checked_dir seen = { NULL, -1 };
     for (size_t i = 0; i < spec->n_mounts; i++)
-        if (check_destination(root_fd, i, spec->mounts[i].destination, err) < 0)
+        if (check_destination(root_fd, &seen, i, spec->mounts[i].destination, err) < 0)
             return -1;
     return 0;
 }

@@ -18,14 +18,12 @@
  * paths that only some kernels have), -1 on a real error. */
 static int open_if_exists(int root_fd, const char *path, int *fd, brig_error_t *err)
 {
-    *fd = brig_path_open_in_root(root_fd, path, O_PATH, 0, err);
+    *fd = brig_path_try_open_in_root(root_fd, path, O_PATH, 0);
     if (*fd >= 0)
         return 1;
-    if ((*err)->errnum == ENOENT) {
-        brig_error_release(err);
+    if (errno == ENOENT)
         return 0;
-    }
-    return -1;
+    return brig_error_set(err, errno, "open `%s` in the container root", path);
 }
 
 static int make_readonly(int root_fd, const char *path, brig_error_t *err)

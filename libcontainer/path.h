@@ -23,6 +23,11 @@ char *brig_path_clean(const char *path);
 int brig_path_open_in_root(int root_fd, const char *path, int flags, mode_t mode,
                            brig_error_t *err);
 
+/* The same lookup for callers that expect some paths to be missing (the
+ * masked and read-only lists, destinations not made yet): -1 with errno
+ * set, and no error message built that would only be thrown away. */
+int brig_path_try_open_in_root(int root_fd, const char *path, int flags, mode_t mode);
+
 /* Like mkdir -p inside root_fd; returns an O_PATH|O_DIRECTORY fd of the last
  * component. Existing components must be directories (after in-root symlink
  * resolution). */

@@ -278,7 +278,7 @@ static int restore(const struct brig_restore_options *o, pid_t *init_pid, brig_e
             brig_error_t ignored = NULL;
             brig_container_profile_teardown(dir_fd, &ignored);
             brig_error_release(&ignored);
-            brig_state_dir_remove(root_fd, o->id, &ignored);
+            brig_state_dir_remove(root_fd, dir_fd, o->id, &ignored);
             brig_error_release(&ignored);
             r = -1;
         }

@@ -138,8 +138,16 @@ int brig_state_dir_open(int root_fd, const char *id, bool lock, brig_error_t *er
     return brig_steal_fd(fd);
 }
 
-int brig_state_dir_remove(int root_fd, const char *id, brig_error_t *err)
+int brig_state_dir_remove(int root_fd, int dir_fd, const char *id, brig_error_t *err)
 {
+    /* What a state dir holds after a plain run goes by name, without
+     * listing the dir; anything else (a profile's files, a fifo left by a
+     * create that never started) makes the rmdir fail, and then the whole
+     * tree is walked. */
+    unlinkat(dir_fd, BRIG_STATE_FILE, 0);
+    unlinkat(dir_fd, BRIG_SAVED_CONFIG, 0);
+    if (unlinkat(root_fd, id, AT_REMOVEDIR) == 0)
+        return 0;
     return brig_remove_tree_at(root_fd, id, err);
 }
 

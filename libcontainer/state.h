@@ -56,8 +56,8 @@ int brig_state_root_open(const char *root, bool create, brig_error_t *err);
 int brig_state_dir_create(int root_fd, const char *id, brig_error_t *err);
 /* Opens <root>/<id> and locks it; fails with ENOENT "container `x` does not exist". */
 int brig_state_dir_open(int root_fd, const char *id, bool lock, brig_error_t *err);
-/* Removes <root>/<id> and everything in it. */
-int brig_state_dir_remove(int root_fd, const char *id, brig_error_t *err);
+/* Removes <root>/<id>, open at dir_fd, and everything in it. */
+int brig_state_dir_remove(int root_fd, int dir_fd, const char *id, brig_error_t *err);
 
 int brig_state_write(int dir_fd, const struct brig_state *state, brig_error_t *err);
 int brig_state_read(int dir_fd, const char *id, struct brig_state **out, brig_error_t *err);

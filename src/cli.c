@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,11 +34,14 @@ static void append_escaped(FILE *out, const char *s)
     }
 }
 
+static bool log_wanted(const char *level)
+{
+    return brig_globals.log_path && (brig_globals.debug || strcmp(level, "debug") != 0);
+}
+
 static void write_log_line(const char *level, const char *msg)
 {
-    if (brig_globals.log_path == NULL)
-        return;
-    if (strcmp(level, "debug") == 0 && !brig_globals.debug)
+    if (!log_wanted(level))
         return;
     cleanup_free char *ts = brig_timestamp_now();
     char *line = NULL;
@@ -67,6 +71,9 @@ static void write_log_line(const char *level, const char *msg)
 
 void brig_log(const char *level, const char *fmt, ...)
 {
+    /* Most runs log nothing: no message is formatted for them. */
+    if (!log_wanted(level))
+        return;
     cleanup_free char *msg = NULL;
     va_list ap;
     va_start(ap, fmt);

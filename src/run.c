@@ -58,12 +58,14 @@ int brig_cmd_run(int argc, char **argv)
 
     brig_error_t err = NULL, warning = NULL;
     pid_t init;
-    if (brig_container_create(&o, &init, &err) < 0)
-        return brig_fail(&err);
-    if (brig_container_start(o.root, o.id, &warning, &err) < 0) {
+    bool created;
+    if (brig_container_create_started(&o, &init, &created, &warning, &err) < 0) {
+        /* A container that was created but failed to start goes too. */
         brig_error_t ignored = NULL;
-        brig_container_delete(o.root, o.id, true, &ignored, &ignored);
+        if (created)
+            brig_container_delete(o.root, o.id, true, &ignored, &ignored);
         brig_error_release(&ignored);
+        brig_error_release(&warning);
         return brig_fail(&err);
     }
     brig_warn(&warning);

@@ -138,9 +138,11 @@ static int start_sandbox(const char *id, const char *bundle, const struct brig_p
     };
     brig_error_t err = NULL, warning = NULL;
     pid_t pid;
-    if (brig_container_create(&o, &pid, &err) < 0
-        || brig_container_start(brig_globals.root, id, &warning, &err) < 0)
+    bool created;
+    if (brig_container_create_started(&o, &pid, &created, &warning, &err) < 0) {
+        brig_error_release(&warning);
         return brig_fail(&err);
+    }
     if (warning)
         brig_warn(&warning);
     return 0;

@@ -7,7 +7,8 @@
 #
 #   tests/bench/run.sh [RESULT.json]
 #
-# Environment: BRIG CRUN RUNC (the binaries; a runtime that cannot run a
+# Environment: BENCH_BPFFS=0 (don't mount bpffs where it is missing),
+# BRIG CRUN RUNC (the binaries; a runtime that cannot run a
 # container here is left out, with the reason), BENCH_BIN (where bench-timeit
 # and the bench-floor programs are), BENCH_ITERATIONS (200: run, create/start/delete and
 # exec), BENCH_CONCURRENT (100 containers started at once), BENCH_LABEL (a
@@ -53,6 +54,16 @@ if [ "$(stat -f -c %T /run 2>/dev/null)" = tmpfs ]; then
 else
 	mount -t tmpfs -o mode=0700 brig-bench-state "$states" || die "cannot mount a tmpfs for the state roots"
 fi
+# bpffs at /sys/fs/bpf, where systemd mounts it on every boot of a Debian
+# 12 machine: brig pins its device programs there once per host instead of
+# having each container's verified again. Where the machine has none (a
+# host without systemd), the benchmark mounts one for its run and takes
+# it away after, so the figures are those of an ordinary host.
+bpffs_mounted=
+if [ "$(stat -f -c %T /sys/fs/bpf 2>/dev/null)" != bpf_fs ] && [ "${BENCH_BPFFS:-1}" != 0 ] &&
+	mkdir -p /sys/fs/bpf 2>/dev/null && mount -t bpf bpf /sys/fs/bpf 2>/dev/null; then
+	bpffs_mounted=1
+fi
 cleanup() {
 	local r id
 	for r in "${runtimes[@]}"; do
@@ -62,6 +73,7 @@ cleanup() {
 		done
 	done
 	umount "$work/ro" 2>/dev/null || true
+	[ -z "$bpffs_mounted" ] || umount /sys/fs/bpf 2>/dev/null || true
 	if [ "$states" = "$work/state" ]; then
 		umount "$states" 2>/dev/null || true
 	else

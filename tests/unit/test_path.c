@@ -210,6 +210,19 @@ static void test_open(void)
     brig_error_release(&err);
 }
 
+/* fd is what a make call returned for `rel`, which must now be there with
+ * exactly this type and mode. Closes fd. */
+static void check_made(int fd, const char *rel, mode_t want, const char *name)
+{
+    char p[256];
+    struct stat st;
+    at(rel, p, sizeof p);
+    CHECK(fd >= 0 && same_file(fd, rel) && stat(p, &st) == 0 && (st.st_mode & (S_IFMT | 07777)) == want,
+          name);
+    if (fd >= 0)
+        close(fd);
+}
+
 static void test_make(void)
 {
     brig_error_t err = NULL;
@@ -278,6 +291,33 @@ static void test_make(void)
     fd = brig_path_mkdir_in_root(root_fd, "loop1/x", 0755, &err);
     CHECK(fd < 0 && err && err->errnum == ELOOP, "mkdir through a loop fails with ELOOP");
     brig_error_release(&err);
+
+    /* One missing entry under an existing directory: made where the parent
+     * is, with the mode asked for (umask cleared for the check). */
+    mode_t old_mask = umask(0);
+    check_made(brig_path_mkdir_in_root(root_fd, "dir/one", 0711, &err), "dir/one",
+               S_IFDIR | 0711, "mkdir of one missing entry, with its mode");
+    brig_error_release(&err);
+    check_made(brig_path_mkfile_in_root(root_fd, "/dir/one.txt", 0640, &err), "dir/one.txt",
+               S_IFREG | 0640, "mkfile of one missing entry, with its mode");
+    brig_error_release(&err);
+    umask(old_mask);
+
+    /* The parent is a link out of the root: the entry is made in the
+     * root's /etc, never the host's. */
+    fd = brig_path_mkdir_in_root(root_fd, "abs_escape/made_here", 0755, &err);
+    CHECK(fd >= 0 && same_file(fd, "etc/made_here") && access("/etc/made_here", F_OK) < 0,
+          "mkdir of one entry under an escaping link stays in root");
+    if (fd >= 0)
+        close(fd);
+    brig_error_release(&err);
+
+    fd = brig_path_try_open_in_root(root_fd, "dir/missing", O_PATH, 0);
+    CHECK(fd < 0 && errno == ENOENT, "try_open of a missing path: -1 with ENOENT");
+    fd = brig_path_try_open_in_root(root_fd, "abs_escape/passwd", O_PATH, 0);
+    CHECK(fd >= 0 && same_file(fd, "etc/passwd"), "try_open resolves inside the root");
+    if (fd >= 0)
+        close(fd);
 }
 
 static void run_all(bool fallback)

@@ -1,11 +1,14 @@
 /* Container ids, signal names, the state file round trip. */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <time.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "signals.h"
@@ -105,10 +108,23 @@ static void state_round_trip(void)
           "missing postHooks reads as unknown");
     brig_state_free(back);
     free(st.created);
+    CHECK(brig_state_dir_remove(root, d, "c1", &err) == 0, "remove state dir");
     close(d);
-    CHECK(brig_state_dir_remove(root, "c1", &err) == 0, "remove state dir");
     CHECK(brig_state_dir_open(root, "c1", true, &err) < 0 && strstr(err->msg, "does not exist"),
           "removed dir does not exist");
+    brig_error_release(&err);
+    /* Files other than the state and the saved config: the whole tree goes. */
+    d = brig_state_dir_create(root, "c2", &err);
+    CHECK(d >= 0, "create a second state dir");
+    CHECK(d >= 0 && brig_write_file_atomic_at(d, BRIG_STATE_FILE, old, strlen(old), 0600, &err) == 0
+              && mkfifoat(d, BRIG_EXEC_FIFO, 0600) == 0 && mkdirat(d, "extra", 0700) == 0
+              && close(openat(d, "extra/file", O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) == 0,
+          "fill it with a fifo and a subdirectory");
+    CHECK(d >= 0 && brig_state_dir_remove(root, d, "c2", &err) == 0
+              && faccessat(root, "c2", F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT,
+          "remove a state dir holding more than state.json");
+    if (d >= 0)
+        close(d);
     brig_error_release(&err);
     close(root);
     rmdir(dir);
