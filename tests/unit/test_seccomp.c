@@ -802,12 +802,35 @@ static int int80_getpid(void *arg)
     return r == getpid() ? 0 : 1;
 }
 
+/* Whether this kernel has the 32-bit entry at all (IA32 emulation can be
+ * built out or switched off): int $0x80 without any filter. */
+static bool kernel_has_i386_entry(void)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(int80_getpid(NULL));
+    int status;
+    return waitpid(pid, &status, 0) == pid && exited(status, 0);
+}
+
 static void test_compat_abi(void)
 {
     cleanup_free char *def = read_profile("default.json");
     cleanup_free char *sb = read_profile("sandbox.json");
     if (def == NULL || sb == NULL)
         return;
+    if (!kernel_has_i386_entry()) {
+        /* Nothing 32-bit runs here, filtered or not; the filters' own
+         * answer is checked where the kernel has the entry (the test VM:
+         * tests/integration/seccomp_abi.bats). */
+        printf("# this kernel has no i386 syscall entry\n");
+        int st = run_filtered(sb, int80_getpid, NULL);
+        CHECK(st >= 0 && WIFSIGNALED(st), "sandbox.json: no i386 syscall runs (the kernel has none)");
+        st = run_filtered(def, int80_getpid, NULL);
+        CHECK(st >= 0 && WIFSIGNALED(st), "default.json: no i386 syscall runs (the kernel has none)");
+        return;
+    }
     CHECK(exited(run_filtered(def, int80_getpid, NULL), 0), "default.json: the i386 ABI works");
     CHECK(killed_by(run_filtered(sb, int80_getpid, NULL), SIGSYS), "sandbox.json: the i386 ABI is killed");
 }
@@ -819,6 +842,18 @@ int main(void)
         printf("1..0 # SKIP loading filters without no_new_privs needs root\n");
         return 0;
     }
+#ifdef __x86_64__
+    /* The test VM runs just this part, on a kernel with the i386 entry. */
+    const char *only = getenv("BRIG_TEST_SECCOMP_ONLY");
+    if (only && strcmp(only, "compat-abi") == 0) {
+        if (!kernel_has_i386_entry()) {
+            printf("not ok 1 - this kernel has no i386 syscall entry to test against\n");
+            return 1;
+        }
+        test_compat_abi();
+        return unit_done();
+    }
+#endif
     char dir[] = "/tmp/brig-seccomp-XXXXXX";
     if (mkdtemp(dir) == NULL)
         return 1;
