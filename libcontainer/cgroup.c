@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/magic.h>
 #include <signal.h>
 #include <stdio.h>
@@ -133,12 +134,11 @@ static void undo_dirs(const char *root, const char *relative, size_t from, size_
     }
 }
 
-/* mkdir -p; *first_new is the depth of the first directory it created
- * (depth + 1 when all existed). */
-static int make_dirs(const char *root, const char *relative, size_t *first_new,
+/* mkdir -p of the first `depth` levels; *first_new is the depth of the
+ * first directory it created (depth + 1 when all existed). */
+static int make_dirs(const char *root, const char *relative, size_t depth, size_t *first_new,
                      brig_error_t *err)
 {
-    size_t depth = path_depth(relative);
     *first_new = depth + 1;
     for (size_t d = 1; d <= depth; d++) {
         cleanup_free char *p = prefix_path(root, relative, d);
@@ -159,9 +159,33 @@ static int make_dirs(const char *root, const char *relative, size_t *first_new,
     return 0;
 }
 
-static int enable_in(const char *dir, const char *const *needed, const struct brig_resources *r,
-                     brig_error_t *err)
+/* True when every needed controller shows in dir's cgroup.subtree_control. */
+static bool all_enabled(const char *dir, const char *const *needed)
 {
+    char path[PATH_MAX];
+    if ((size_t) snprintf(path, sizeof path, "%s/cgroup.subtree_control", dir) >= sizeof path)
+        return false;
+    cleanup_free char *subtree = NULL;
+    brig_error_t ignored = NULL;
+    if (brig_read_file(path, &subtree, NULL, &ignored) < 0) {
+        brig_error_release(&ignored);
+        return false;
+    }
+    for (size_t i = 0; needed[i]; i++)
+        if (!has_word(subtree, needed[i]))
+            return false;
+    return true;
+}
+
+static int enable_in(const char *dir, const char *const *needed, const struct brig_resources *r,
+                     bool fast, brig_error_t *err)
+{
+    /* Already enabled, the usual case past the first container: nothing to
+     * lock or write. A write that shows here may still be making its
+     * files in the children, but the container's own cgroup is made only
+     * after this, and mkdir waits for that write to finish. */
+    if (fast && all_enabled(dir, needed))
+        return 0;
     cleanup_free char *controllers = NULL, *subtree = NULL;
     cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0)
@@ -203,9 +227,13 @@ static int enable_in(const char *dir, const char *const *needed, const struct br
 }
 
 /* Delegates the controllers from the root down to the cgroup's parent, so
- * the cgroup itself has their files. */
+ * the cgroup itself has their files. `leaf_is_new`: the cgroup is made
+ * after this returns (create), so a controller seen enabled needs no lock
+ * (enable_in); otherwise (update, or a cgroup that was there) every level
+ * is locked and checked. */
 static int enable_controllers(const char *root, const char *relative, const char *const *needed,
-                              const struct brig_resources *r, brig_error_t *err)
+                              const struct brig_resources *r, bool leaf_is_new,
+                              brig_error_t *err)
 {
     if (needed[0] == NULL)
         return 0;
@@ -214,7 +242,7 @@ static int enable_controllers(const char *root, const char *relative, const char
         cleanup_free char *dir = prefix_path(root, relative, d);
         if (dir == NULL)
             return brig_error_set(err, ENOMEM, "cgroup");
-        if (enable_in(dir, needed, r, err) < 0)
+        if (enable_in(dir, needed, r, leaf_is_new, err) < 0)
             return -1;
     }
     return 0;
@@ -265,7 +293,7 @@ static const char *relative_of(const char *root, const char *path)
 }
 
 static int apply_plan(const struct brig_cgroup *cg, const struct brig_resources *r,
-                      brig_error_t *err)
+                      bool enabled, brig_error_t *err)
 {
     const char *root = brig_cgroup_root(err);
     if (root == NULL)
@@ -279,7 +307,7 @@ static int apply_plan(const struct brig_cgroup *cg, const struct brig_resources 
         return -1;
     const char *needed[BRIG_CGROUP_MAX_CONTROLLERS + 1];
     brig_cgroup_plan_controllers(w, n, needed);
-    int rc = enable_controllers(root, relative, needed, r, err);
+    int rc = enabled ? 0 : enable_controllers(root, relative, needed, r, false, err);
     if (rc == 0)
         rc = write_plan(cg->dir_fd, w, n, err);
     brig_cgroup_plan_free(w, n);
@@ -291,7 +319,7 @@ static int apply_plan(const struct brig_cgroup *cg, const struct brig_resources 
 int brig_cgroup_apply(const struct brig_cgroup *cg, const struct brig_resources *r,
                       brig_error_t *err)
 {
-    if (apply_plan(cg, r, err) < 0)
+    if (apply_plan(cg, r, false, err) < 0)
         return -1;
     if (r->n_devices > 0 && apply_devices(cg, r, err) < 0)
         return -1;
@@ -316,7 +344,9 @@ static int setup_new(const struct brig_resources *r, struct brig_cgroup *cg, boo
         return brig_error_set(err, errno, "cgroup: open `%s`", cg->path);
     if (existed && check_empty(cg, err) < 0)
         return -1;
-    if (apply_plan(cg, r, err) < 0)
+    /* A cgroup made after its controllers were enabled has their files; one
+     * that was there goes through the locked check. */
+    if (apply_plan(cg, r, !existed, err) < 0)
         return -1;
     /* Always a program, even without rules: no rules means only the
      * default devices, as with runc. */
@@ -348,16 +378,39 @@ static int create_cgroup(const char *relative, const struct brig_resources *r, b
     size_t n = 0;
     if (brig_cgroup_plan(r, &w, &n, err) < 0)
         return -1;
+    const char *needed[BRIG_CGROUP_MAX_CONTROLLERS + 1];
+    brig_cgroup_plan_controllers(w, n, needed);
     brig_cgroup_plan_free(w, n);
     struct brig_cgroup cg = { NULL, -1 };
     if (asprintf(&cg.path, "%s/%s", root, relative) < 0)
         return brig_error_set(err, ENOMEM, "cgroup");
+    /* The parents first, with the controllers enabled down to them, then
+     * the cgroup itself. */
+    size_t depth = path_depth(relative);
     size_t first_new;
-    if (make_dirs(root, relative, &first_new, err) < 0) {
+    if (make_dirs(root, relative, depth - 1, &first_new, err) < 0) {
         free(cg.path);
         return -1;
     }
-    size_t depth = path_depth(relative);
+    if (first_new == depth)
+        first_new = depth + 1; /* none made yet; the cgroup's own level is next */
+    if (enable_controllers(root, relative, needed, r, true, err) < 0) {
+        if (first_new < depth)
+            undo_dirs(root, relative, first_new, depth - 1);
+        free(cg.path);
+        return -1;
+    }
+    if (mkdir(cg.path, 0755) == 0) {
+        if (first_new > depth)
+            first_new = depth;
+    } else if (errno != EEXIST) {
+        int saved = errno;
+        if (first_new < depth)
+            undo_dirs(root, relative, first_new, depth - 1);
+        brig_error_set(err, saved, "cgroup: create `%s`", cg.path);
+        free(cg.path);
+        return -1;
+    }
     if (setup_new(r, &cg, first_new > depth, devices, err) < 0) {
         brig_cgroup_close(&cg);
         if (first_new <= depth)
@@ -601,22 +654,6 @@ static int remove_children(int dfd, const char *path, long long deadline, brig_e
     return 0;
 }
 
-static void remove_brig_parent(const char *path)
-{
-    cleanup_free char *parent = strdup(path);
-    if (parent == NULL)
-        return;
-    char *slash = strrchr(parent, '/');
-    if (slash == NULL || slash == parent)
-        return;
-    *slash = '\0';
-    const char *base = strrchr(parent, '/');
-    /* Only the "brig" level brig_cgroup_path_resolve() invents; a parent a
-     * user named in cgroupsPath stays. rmdir fails on a non-empty one. */
-    if (base && strcmp(base + 1, "brig") == 0 && is_cgroup2(parent))
-        rmdir(parent);
-}
-
 int brig_cgroup_destroy(const char *path, brig_error_t *err)
 {
     cleanup_close int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -645,6 +682,5 @@ int brig_cgroup_destroy(const char *path, brig_error_t *err)
         if (rmdir_patiently(AT_FDCWD, path, deadline) < 0)
             return brig_error_set(err, errno, "cgroup: remove `%s`", path);
     }
-    remove_brig_parent(path);
     return 0;
 }

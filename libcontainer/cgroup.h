@@ -105,8 +105,8 @@ int brig_cgroup_kill_all(const struct brig_cgroup *cg, brig_error_t *err);
 int brig_cgroup_signal_all(const struct brig_cgroup *cg, int sig, brig_error_t *err);
 /* The pids of cgroup.procs (recursively), caller frees. */
 int brig_cgroup_pids(const struct brig_cgroup *cg, pid_t **out, size_t *n, brig_error_t *err);
-/* Removes the cgroup once empty, waiting briefly for dying processes;
- * also removes the empty parents brig created ("brig/" dirs) — not others. */
+/* Removes the cgroup once empty, waiting briefly for dying processes, and
+ * its child cgroups; no parent (the "brig/" level stays for the next). */
 int brig_cgroup_destroy(const char *path, brig_error_t *err);
 
 struct brig_cgroup_stats {

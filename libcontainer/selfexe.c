@@ -173,6 +173,16 @@ int brig_selfexe_protect(char **argv, brig_error_t *err)
     selfexe_original[n > 0 ? n : 0] = '\0';
     const char *mode = getenv(SELF_EXE_MODE_ENV);
     bool reexec_only = mode && strcmp(mode, "reexec") == 0;
+    /* The read-only view that an earlier brig of this file left for us
+     * (selfexe_cache.c), opened for reading: the move onto it costs no
+     * mount of our own. */
+    if (!reexec_only) {
+        cleanup_close int cached = brig_selfexe_cached_readonly(BRIG_SELFEXE_CACHE_DIR);
+        brig_error_t ignored = NULL;
+        if (cached >= 0 && brig_selfexe_rebind(cached, &ignored) == 0)
+            return 0;
+        brig_error_release(&ignored);
+    }
     cleanup_close int ro = readonly_clone_of_self();
     if (ro >= 0 && !reexec_only) {
         brig_error_t ignored = NULL;

@@ -18,6 +18,17 @@ bool brig_selfexe_is_sealed(void);
  * re-execution doesn't return, unless it fails. */
 int brig_selfexe_protect(char **argv, brig_error_t *err);
 
+/* Where brig_selfexe_protect() keeps the read-only views of brig's file
+ * that every brig process after the first moves onto: beside the default
+ * state root, under a name no container id can have. */
+#define BRIG_SELFEXE_CACHE_DIR "/run/brig/.exe-ro@"
+
+/* A read-only view of this process's executable kept in `dir` for all
+ * brigs of the same file: opened for reading when there, else made
+ * (attached there as a read-only bind mount) and opened. -1 when it can't
+ * be had; the caller then makes a view of its own. */
+int brig_selfexe_cached_readonly(const char *dir);
+
 /* Swaps the process's image for the same one mapped from fd (a readable
  * fd of the very same file, on a read-only mount) and makes fd's file
  * /proc/self/exe. On failure the process runs on unchanged. */

@@ -21,6 +21,9 @@ setup() {
 teardown() {
 	[ -z "${RECVTTY_PID:-}" ] || kill "$RECVTTY_PID" 2>/dev/null || true
 	[ -z "${RO_MOUNT:-}" ] || umount -l "$RO_MOUNT" 2>/dev/null || true
+	# The copy's read-only view that brig keeps for later runs of the same
+	# file (brig(8) FILES): the copy goes with the test, so does its view.
+	[ "$BRIG" != "$BATS_TEST_TMPDIR/brig-under-attack" ] || forget_selfexe_view "$BRIG"
 	teardown_bundle
 }
 

@@ -309,6 +309,16 @@ teardown_bundle() {
 	[ -z "$problems" ] || fail "teardown: $problems"
 }
 
+# forget_selfexe_view FILE: unmounts the read-only view of the brig binary
+# FILE that brig keeps in /run/brig/.exe-ro@ (named after its device and
+# inode, in hex), for a copy of brig that a test is about to delete.
+forget_selfexe_view() {
+	local view
+	view=/run/brig/.exe-ro@/$(stat -c %D "$1")-$(printf %x "$(stat -c %i "$1")")
+	umount "$view" 2>/dev/null && rm -f "$view"
+	return 0
+}
+
 # ------------------------------------------------------------- cgroups ----
 
 # The cgroup v2 hierarchy: /sys/fs/cgroup on a pure v2 host, the unified

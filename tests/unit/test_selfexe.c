@@ -8,7 +8,12 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -93,6 +98,83 @@ static int moved_child(void)
     return bits;
 }
 
+/* Lines of /proc/self/mountinfo that name `dir`. */
+static int mounts_under(const char *dir)
+{
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    if (f == NULL)
+        return -1;
+    char line[4096];
+    int n = 0;
+    while (fgets(line, sizeof line, f))
+        n += strstr(line, dir) != NULL;
+    fclose(f);
+    return n;
+}
+
+/* The per-host read-only view (selfexe_cache.c), in a directory of the
+ * test's own. */
+static void test_cache(void)
+{
+    char dir[] = "/tmp/brig-selfexe-cache-XXXXXX";
+    if (mkdtemp(dir) == NULL)
+        return;
+    struct stat self, st;
+    struct statvfs vfs;
+    stat("/proc/self/exe", &self);
+
+    /* A stale entry: a read-only bind of a file that is then deleted, as
+     * an older brig's is once it has been replaced. */
+    char dead_src[PATH_MAX], dead[PATH_MAX];
+    snprintf(dead_src, sizeof dead_src, "%s.old-brig", dir);
+    snprintf(dead, sizeof dead, "%s/1-2", dir);
+    int made = open(dead_src, O_WRONLY | O_CREAT | O_CLOEXEC, 0755);
+    int target = open(dead, O_WRONLY | O_CREAT | O_CLOEXEC, 0400);
+    bool stale_ready = made >= 0 && target >= 0 && write(made, "old", 3) == 3
+        && mount(dead_src, dead, NULL, MS_BIND, NULL) == 0 && unlink(dead_src) == 0;
+    if (made >= 0)
+        close(made);
+    if (target >= 0)
+        close(target);
+    CHECK(stale_ready, "cache: a stale entry to clean up");
+
+    int fd = brig_selfexe_cached_readonly(dir);
+    CHECK(fd >= 0 && fstat(fd, &st) == 0 && st.st_ino == self.st_ino && st.st_dev == self.st_dev
+              && fstatvfs(fd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY),
+          "cache: the first call makes a read-only view of our own file");
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    CHECK(fd >= 0 && open(path, O_WRONLY | O_CLOEXEC) < 0 && (errno == EROFS || errno == ETXTBSY),
+          "cache: the view can't be opened for writing");
+    if (fd >= 0)
+        close(fd);
+    CHECK(access(dead, F_OK) < 0 && mounts_under(dead) == 0,
+          "cache: the entry of a deleted file is unmounted and removed");
+    int before = mounts_under(dir);
+    fd = brig_selfexe_cached_readonly(dir);
+    CHECK(fd >= 0 && before == 1 && mounts_under(dir) == 1,
+          "cache: the second call opens the same view, mounting nothing");
+    if (fd >= 0)
+        close(fd);
+
+    /* Our entry's name, taken by something that isn't our file. */
+    char entry[PATH_MAX];
+    snprintf(entry, sizeof entry, "%s/%llx-%llx", dir, (unsigned long long) self.st_dev,
+             (unsigned long long) self.st_ino);
+    umount2(entry, MNT_DETACH);
+    int other = open(entry, O_WRONLY | O_TRUNC | O_CLOEXEC);
+    bool replaced = other >= 0 && write(other, "not brig", 8) == 8;
+    if (other >= 0)
+        close(other);
+    fd = brig_selfexe_cached_readonly(dir);
+    CHECK(replaced && fd < 0 && mounts_under(dir) == 0,
+          "cache: a file that isn't ours in the entry's place is left alone, and not used");
+    if (fd >= 0)
+        close(fd);
+    unlink(entry);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "re-executed") == 0)
@@ -139,5 +221,6 @@ int main(int argc, char **argv)
     if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
         printf("# brig_selfexe_protect's child exited %d\n", WEXITSTATUS(status));
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "brig_selfexe_protect guards in place and keeps our path");
+    test_cache();
     return unit_done();
 }
