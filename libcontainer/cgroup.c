@@ -35,11 +35,15 @@ static bool is_cgroup2(const char *path)
 
 const char *brig_cgroup_root(brig_error_t *err)
 {
+    /* Found once per process: a create asks several times. */
+    static const char *found;
+    if (found)
+        return found;
     if (is_cgroup2("/sys/fs/cgroup"))
-        return "/sys/fs/cgroup";
+        return found = "/sys/fs/cgroup";
     /* Hybrid hosts: v1 controllers on /sys/fs/cgroup, v2 beside them. */
     if (is_cgroup2("/sys/fs/cgroup/unified"))
-        return "/sys/fs/cgroup/unified";
+        return found = "/sys/fs/cgroup/unified";
     brig_error_set(err, ENOENT, "no cgroup v2 hierarchy at /sys/fs/cgroup or "
                    "/sys/fs/cgroup/unified");
     return NULL;
