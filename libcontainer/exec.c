@@ -26,6 +26,7 @@
 #include "path.h"
 #include "process.h"
 #include "seccomp.h"
+#include "selfexe.h"
 #include "sync.h"
 #include "terminal.h"
 #include "utils.h"
@@ -263,6 +264,10 @@ static int spawn(const struct exec_ctx *x, bool paused, pid_t *pid, brig_error_t
 {
     const struct brig_exec_options *o = x->o;
     const struct brig_state *st = x->st;
+    /* Joining a container that others already live in: the guard of
+     * brig's file, if it was left for later, is made now, by us. */
+    if (brig_selfexe_finish(err) < 0)
+        return -1;
     struct brig_ns_join join;
     if (open_init_namespaces(st->pid, &join, err) < 0)
         return -1;

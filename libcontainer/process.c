@@ -18,6 +18,7 @@
 
 #include "cleanup.h"
 #include "namespaces.h"
+#include "selfexe.h"
 #include "state.h"
 #include "sync.h"
 
@@ -98,7 +99,8 @@ static int joiner_enter(const struct brig_init_config *cfg, const struct brig_ns
 
 static __attribute__((noreturn)) void child_main(const struct brig_init_config *cfg,
                                                  const struct brig_ns_join *join, bool two_step,
-                                                 bool wait_cgroup, int sync_fd, int fifo_fd)
+                                                 bool wait_cgroup, bool guard_self, int sync_fd,
+                                                 int fifo_fd)
 {
     brig_error_t err = NULL;
     /* Until execve replaces it, this process is the brig binary inside the
@@ -106,6 +108,12 @@ static __attribute__((noreturn)) void child_main(const struct brig_init_config *
      * mem) and ptrace are out of the container's reach. execve makes the
      * container's own program dumpable again. */
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    /* The first process of a new pid namespace, which nothing in the
+     * container can see yet: it moves onto the read-only view of brig's
+     * file itself (the runtime deferred it), before anything else. Our
+     * copy of the runtime's image has no code pages mapped yet, so the
+     * move costs little here. */
+    int r = guard_self ? brig_selfexe_rebind(brig_selfexe_deferred_fd(), &err) : 0;
     sigset_t all;
     sigemptyset(&all);
     sigprocmask(SIG_SETMASK, &all, NULL);
@@ -120,8 +128,7 @@ static __attribute__((noreturn)) void child_main(const struct brig_init_config *
                                   sizeof keep / sizeof keep[0]);
 
     int flags = brig_process_clone_flags(cfg->spec);
-    int r = 0;
-    if (wait_cgroup) {
+    if (r == 0 && wait_cgroup) {
         struct brig_sync_msg *msg = malloc(sizeof *msg);
         r = msg ? brig_sync_expect(sync_fd, BRIG_SYNC_CGROUP_DONE, msg, &err)
                 : brig_error_set(&err, ENOMEM, "spawn init");
@@ -257,6 +264,14 @@ int brig_process_spawn_init(const struct brig_init_config *cfg, pid_t *init_pid,
     bool two_step = join.any || (flags & CLONE_NEWTIME);
 
     unsigned long clone_flags = two_step ? 0 : (unsigned long) flags;
+    /* A guard of brig's file left for later (brig_selfexe_defer) is made by
+     * an init that is born alone in a new pid namespace; in any other case
+     * by us, now, before anything enters. */
+    bool guard_self = brig_selfexe_deferred_fd() >= 0 && !two_step && (flags & CLONE_NEWPID);
+    if (!guard_self && brig_selfexe_finish(err) < 0) {
+        brig_ns_join_close(&join);
+        return -1;
+    }
     bool wait_cgroup = false;
     pid_t child = -1;
     if (cfg->cgroup_fd >= 0) {
@@ -272,7 +287,7 @@ int brig_process_spawn_init(const struct brig_init_config *cfg, pid_t *init_pid,
     }
     if (child == 0) {
         close(sync_fd);
-        child_main(cfg, &join, two_step, wait_cgroup, child_fd, fifo_fd);
+        child_main(cfg, &join, two_step, wait_cgroup, guard_self, child_fd, fifo_fd);
     }
     brig_ns_join_close(&join);
     close(brig_steal_fd(child_fd));

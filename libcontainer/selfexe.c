@@ -165,6 +165,57 @@ static int rebind_onto(int tree, brig_error_t *err)
     return brig_selfexe_rebind(fd, err);
 }
 
+/* The read-only view that brig_selfexe_defer() opened and nobody has
+ * moved onto yet. */
+static int deferred_fd = -1;
+
+/* Whether the kernel will let this process point /proc/self/exe elsewhere
+ * (selfexe_rebind.c): CAP_SYS_RESOURCE for the plain request, or
+ * CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE for the map request. */
+static bool may_set_exe_file(void)
+{
+    struct __user_cap_header_struct {
+        uint32_t version;
+        int pid;
+    } head = { 0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, 0 };
+    struct __user_cap_data_struct {
+        uint32_t effective, permitted, inheritable;
+    } data[2] = { { 0, 0, 0 }, { 0, 0, 0 } };
+    if (syscall(SYS_capget, &head, data) < 0)
+        return false;
+    uint64_t eff = data[0].effective | (uint64_t) data[1].effective << 32;
+    return eff & ((1ULL << 24) | (1ULL << 21) | (1ULL << 40));
+}
+
+int brig_selfexe_defer(char **argv, brig_error_t *err)
+{
+    if (!selfexe_needs_guard())
+        return 0;
+    const char *mode = getenv(SELF_EXE_MODE_ENV);
+    if ((mode && strcmp(mode, "reexec") == 0) || !may_set_exe_file())
+        return brig_selfexe_protect(argv, err);
+    deferred_fd = brig_selfexe_cached_readonly(BRIG_SELFEXE_CACHE_DIR);
+    return deferred_fd >= 0 ? 0 : brig_selfexe_protect(argv, err);
+}
+
+int brig_selfexe_deferred_fd(void)
+{
+    return deferred_fd;
+}
+
+int brig_selfexe_finish(brig_error_t *err)
+{
+    if (deferred_fd < 0)
+        return 0;
+    /* Once moved, /proc/self/exe no longer says where we came from. */
+    ssize_t n = readlink("/proc/self/exe", selfexe_original, sizeof selfexe_original - 1);
+    selfexe_original[n > 0 ? n : 0] = '\0';
+    int r = brig_selfexe_rebind(deferred_fd, err);
+    close(deferred_fd);
+    deferred_fd = -1;
+    return r < 0 ? brig_error_wrap(err, "guard brig's executable") : 0;
+}
+
 int brig_selfexe_protect(char **argv, brig_error_t *err)
 {
     if (!selfexe_needs_guard())

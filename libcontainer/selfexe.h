@@ -18,6 +18,19 @@ bool brig_selfexe_is_sealed(void);
  * re-execution doesn't return, unless it fails. */
 int brig_selfexe_protect(char **argv, brig_error_t *err);
 
+/* For commands that start a container's init: like brig_selfexe_protect(),
+ * except that where the read-only view can be had, the move onto it is
+ * left for later (brig_selfexe_deferred_fd, brig_selfexe_finish): the init
+ * of a new pid namespace makes it itself, before anything can see it,
+ * and the runtime, which never enters the container, runs on unmoved. */
+int brig_selfexe_defer(char **argv, brig_error_t *err);
+/* The read-only view left by brig_selfexe_defer(), or -1: nothing is
+ * deferred (the process is guarded already, or needs no guard). */
+int brig_selfexe_deferred_fd(void);
+/* Moves this process onto the deferred view now (when what it is about to
+ * start can't do it for itself); 0 when nothing was deferred. */
+int brig_selfexe_finish(brig_error_t *err);
+
 /* Where brig_selfexe_protect() keeps the read-only views of brig's file
  * that every brig process after the first moves onto: beside the default
  * state root, under a name no container id can have. */

@@ -141,12 +141,16 @@ int main(int argc, char **argv)
         if (strcmp(name, commands[i].name) != 0)
             continue;
         brig_command_name = name;
-        /* These put processes into a container: they run from a sealed
-         * copy of brig, so the container can't reach the host's file. */
+        /* These put processes into a container: what enters it runs from a
+         * read-only view of brig's file (or a sealed copy), so the
+         * container can't reach the host's file. exec moves onto it at
+         * once; the others leave the move to the init they start, when it
+         * is alone in a new pid namespace (libcontainer/selfexe.c). */
         brig_error_t err = NULL;
-        if ((strcmp(name, "create") == 0 || strcmp(name, "run") == 0 || strcmp(name, "exec") == 0
-                || strcmp(name, "sandbox") == 0)
-            && brig_selfexe_protect(argv, &err) < 0)
+        bool starts = strcmp(name, "create") == 0 || strcmp(name, "run") == 0
+            || strcmp(name, "sandbox") == 0;
+        if ((starts && brig_selfexe_defer(argv, &err) < 0)
+            || (strcmp(name, "exec") == 0 && brig_selfexe_protect(argv, &err) < 0))
             return brig_fail(&err);
         brig_log("debug", "%s", name);
         int sub_argc = argc - optind;

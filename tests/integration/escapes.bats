@@ -130,6 +130,53 @@ run_self_exe_attack() {
 	[ "$(sha256sum <"$BRIG")" = "$BRIG_SUM" ] || fail "the runtime binary was modified"
 }
 
+@test "CVE-2019-5736: an init that shares the host's pid namespace can't rewrite the runtime binary either" {
+	# Without a pid namespace of its own the init is seen from its birth,
+	# so brig moves itself onto the read-only file before the clone instead
+	# of leaving that to the init. The attacker, in another container that
+	# shares the host's pid namespace too, watches for the init that the
+	# image's #!/proc/self/exe turns into brig.
+	use_brig_copy
+	update_config '.linux.namespaces |= map(select(.type != "pid"))'
+	copy_loader_into_rootfs
+	printf '#!/proc/self/exe\n' >"$ROOTFS/bin/evil"
+	chmod 755 "$ROOTFS/bin/evil"
+	# The host's processes are many: the scan opens each exe with the
+	# shell's own redirection and forks only for one that isn't busybox.
+	start_attacker attack <<-'EOF'
+		#!/bin/sh
+		end=$(($(date +%s) + 20))
+		while [ "$(date +%s)" -lt "$end" ]; do
+			for d in /proc/[0-9]*; do
+				command exec 3<"$d/exe" 2>/dev/null || continue
+				[ /proc/self/fd/3 -ef /bin/busybox ] && continue
+				echo "opened $(readlink /proc/self/fd/3)"
+				i=0
+				while [ $i -lt 3000 ]; do
+					if { echo '#!/bin/sh' >&4; } 4<>/proc/self/fd/3; then
+						echo WROTE; exit 0
+					fi 2>/dev/null
+					i=$((i + 1))
+				done
+				echo "no write"; exit 0
+			done
+		done
+		echo "saw nothing"
+	EOF
+	sleep 0.5
+	set_args /bin/evil
+	for i in $(seq 60); do
+		kill -0 "$ATTACKER" 2>/dev/null || break
+		brig run "$CID-v$i" >/dev/null 2>&1 || true
+	done
+	wait "$ATTACKER" || true
+	cat "$BATS_TEST_TMPDIR/attack.out"
+	grep -q '^opened ' "$BATS_TEST_TMPDIR/attack.out"
+	refute grep -qF "$BRIG" "$BATS_TEST_TMPDIR/attack.out"
+	refute grep -q WROTE "$BATS_TEST_TMPDIR/attack.out"
+	[ "$(sha256sum <"$BRIG")" = "$BRIG_SUM" ] || fail "the runtime binary was modified"
+}
+
 @test "CVE-2019-5736: the same attack on a brig told to re-execute instead of moving onto the read-only file" {
 	# BRIG_SELFEXE=reexec takes the path brig falls back to where the
 	# kernel won't move /proc/self/exe: a second execve from the clone.

@@ -222,5 +222,42 @@ int main(int argc, char **argv)
         printf("# brig_selfexe_protect's child exited %d\n", WEXITSTATUS(status));
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "brig_selfexe_protect guards in place and keeps our path");
     test_cache();
+
+    /* The deferred guard (create, run): nothing moves until asked; a child
+     * moves itself onto the view, the caller stays; finish moves the
+     * caller. */
+    pid = fork();
+    if (pid == 0) {
+        brig_error_t err = NULL;
+        char *again[] = { argv[0], "re-executed", NULL };
+        if (brig_selfexe_defer(again, &err) < 0 || brig_selfexe_deferred_fd() < 0)
+            _exit(1);
+        if (statvfs("/proc/self/exe", &st) < 0 || (st.f_flag & ST_RDONLY))
+            _exit(2); /* moved too early */
+        pid_t init = fork();
+        if (init == 0) {
+            brig_error_t e = NULL;
+            _exit(brig_selfexe_rebind(brig_selfexe_deferred_fd(), &e) == 0
+                          && statvfs("/proc/self/exe", &st) == 0 && (st.f_flag & ST_RDONLY)
+                      ? 0 : 1);
+        }
+        int s2;
+        if (waitpid(init, &s2, 0) != init || !WIFEXITED(s2) || WEXITSTATUS(s2) != 0)
+            _exit(3);
+        if (statvfs("/proc/self/exe", &st) < 0 || (st.f_flag & ST_RDONLY))
+            _exit(4); /* the child's move is the child's alone */
+        char after[PATH_MAX];
+        if (brig_selfexe_finish(&err) < 0 || brig_selfexe_deferred_fd() >= 0
+            || statvfs("/proc/self/exe", &st) < 0 || !(st.f_flag & ST_RDONLY))
+            _exit(5);
+        if (brig_selfexe_path(after, sizeof after) < 0 || strcmp(after, before) != 0)
+            _exit(6);
+        _exit(brig_selfexe_finish(&err) == 0 ? 0 : 7); /* a second finish: nothing to do */
+    }
+    waitpid(pid, &status, 0);
+    if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+        printf("# the deferred guard's child exited %d\n", WEXITSTATUS(status));
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "brig_selfexe_defer leaves the move to a child or to brig_selfexe_finish");
     return unit_done();
 }
