@@ -391,34 +391,25 @@ static int create_cgroup(const char *relative, const struct brig_resources *r, b
     /* The parents first, with the controllers enabled down to them, then
      * the cgroup itself. */
     size_t depth = path_depth(relative);
-    size_t first_new;
+    size_t first_new; /* of the parents; depth when all were there */
     if (make_dirs(root, relative, depth - 1, &first_new, err) < 0) {
         free(cg.path);
         return -1;
     }
-    if (first_new == depth)
-        first_new = depth + 1; /* none made yet; the cgroup's own level is next */
-    if (enable_controllers(root, relative, needed, r, true, err) < 0) {
-        if (first_new < depth)
-            undo_dirs(root, relative, first_new, depth - 1);
-        free(cg.path);
-        return -1;
-    }
-    if (mkdir(cg.path, 0755) == 0) {
-        if (first_new > depth)
-            first_new = depth;
-    } else if (errno != EEXIST) {
-        int saved = errno;
-        if (first_new < depth)
-            undo_dirs(root, relative, first_new, depth - 1);
-        brig_error_set(err, saved, "cgroup: create `%s`", cg.path);
-        free(cg.path);
-        return -1;
-    }
-    if (setup_new(r, &cg, first_new > depth, devices, err) < 0) {
+    bool made = false, existed = false;
+    int rc = enable_controllers(root, relative, needed, r, true, err);
+    if (rc == 0 && mkdir(cg.path, 0755) == 0)
+        made = true;
+    else if (rc == 0 && errno == EEXIST)
+        existed = true;
+    else if (rc == 0)
+        rc = brig_error_set(err, errno, "cgroup: create `%s`", cg.path);
+    if (rc == 0)
+        rc = setup_new(r, &cg, existed, devices, err);
+    if (rc < 0) {
         brig_cgroup_close(&cg);
-        if (first_new <= depth)
-            undo_dirs(root, relative, first_new, depth);
+        /* What this create made: parents from first_new, and the cgroup. */
+        undo_dirs(root, relative, first_new, made ? depth : depth - 1);
         return -1;
     }
     *out = cg;

@@ -24,6 +24,7 @@
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <linux/capability.h>
 #include <linux/magic.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
@@ -169,33 +170,50 @@ static int rebind_onto(int tree, brig_error_t *err)
  * moved onto yet. */
 static int deferred_fd = -1;
 
+/* BRIG_SELFEXE=reexec: no move in place. */
+static bool reexec_asked(void)
+{
+    const char *mode = getenv(SELF_EXE_MODE_ENV);
+    return mode && strcmp(mode, "reexec") == 0;
+}
+
+/* Once moved, /proc/self/exe no longer says where we came from. */
+static void remember_original(void)
+{
+    ssize_t n = readlink("/proc/self/exe", selfexe_original, sizeof selfexe_original - 1);
+    selfexe_original[n > 0 ? n : 0] = '\0';
+}
+
 /* Whether the kernel will let this process point /proc/self/exe elsewhere
  * (selfexe_rebind.c): CAP_SYS_RESOURCE for the plain request, or
  * CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE for the map request. */
 static bool may_set_exe_file(void)
 {
-    struct __user_cap_header_struct {
-        uint32_t version;
-        int pid;
-    } head = { 0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, 0 };
-    struct __user_cap_data_struct {
-        uint32_t effective, permitted, inheritable;
-    } data[2] = { { 0, 0, 0 }, { 0, 0, 0 } };
+    struct __user_cap_header_struct head = { _LINUX_CAPABILITY_VERSION_3, 0 };
+    struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+    memset(data, 0, sizeof data);
     if (syscall(SYS_capget, &head, data) < 0)
         return false;
     uint64_t eff = data[0].effective | (uint64_t) data[1].effective << 32;
-    return eff & ((1ULL << 24) | (1ULL << 21) | (1ULL << 40));
+    return eff & ((1ULL << CAP_SYS_RESOURCE) | (1ULL << CAP_SYS_ADMIN)
+                  | (1ULL << CAP_CHECKPOINT_RESTORE));
 }
+
+static int guard_now(char **argv, int cached, brig_error_t *err);
 
 int brig_selfexe_defer(char **argv, brig_error_t *err)
 {
     if (!selfexe_needs_guard())
         return 0;
-    const char *mode = getenv(SELF_EXE_MODE_ENV);
-    if ((mode && strcmp(mode, "reexec") == 0) || !may_set_exe_file())
-        return brig_selfexe_protect(argv, err);
-    deferred_fd = brig_selfexe_cached_readonly(BRIG_SELFEXE_CACHE_DIR);
-    return deferred_fd >= 0 ? 0 : brig_selfexe_protect(argv, err);
+    int cached = reexec_asked() ? -1 : brig_selfexe_cached_readonly(BRIG_SELFEXE_CACHE_DIR);
+    if (cached >= 0 && may_set_exe_file()) {
+        deferred_fd = cached;
+        return 0;
+    }
+    int r = guard_now(argv, cached, err);
+    if (cached >= 0)
+        close(cached);
+    return r;
 }
 
 int brig_selfexe_deferred_fd(void)
@@ -207,9 +225,7 @@ int brig_selfexe_finish(brig_error_t *err)
 {
     if (deferred_fd < 0)
         return 0;
-    /* Once moved, /proc/self/exe no longer says where we came from. */
-    ssize_t n = readlink("/proc/self/exe", selfexe_original, sizeof selfexe_original - 1);
-    selfexe_original[n > 0 ? n : 0] = '\0';
+    remember_original();
     int r = brig_selfexe_rebind(deferred_fd, err);
     close(deferred_fd);
     deferred_fd = -1;
@@ -220,17 +236,21 @@ int brig_selfexe_protect(char **argv, brig_error_t *err)
 {
     if (!selfexe_needs_guard())
         return 0;
-    ssize_t n = readlink("/proc/self/exe", selfexe_original, sizeof selfexe_original - 1);
-    selfexe_original[n > 0 ? n : 0] = '\0';
-    const char *mode = getenv(SELF_EXE_MODE_ENV);
-    bool reexec_only = mode && strcmp(mode, "reexec") == 0;
-    /* The read-only view that an earlier brig of this file left for us
-     * (selfexe_cache.c), opened for reading: the move onto it costs no
-     * mount of our own. */
-    if (!reexec_only) {
-        cleanup_close int cached = brig_selfexe_cached_readonly(BRIG_SELFEXE_CACHE_DIR);
+    cleanup_close int cached =
+        reexec_asked() ? -1 : brig_selfexe_cached_readonly(BRIG_SELFEXE_CACHE_DIR);
+    return guard_now(argv, cached, err);
+}
+
+/* The guard, at once: onto `cached` (the read-only view an earlier brig of
+ * this file left, selfexe_cache.c; -1 when there is none), which costs no
+ * mount of our own, else onto a detached clone, else by re-executing. */
+static int guard_now(char **argv, int cached, brig_error_t *err)
+{
+    remember_original();
+    bool reexec_only = reexec_asked();
+    if (cached >= 0 && !reexec_only) {
         brig_error_t ignored = NULL;
-        if (cached >= 0 && brig_selfexe_rebind(cached, &ignored) == 0)
+        if (brig_selfexe_rebind(cached, &ignored) == 0)
             return 0;
         brig_error_release(&ignored);
     }
