@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cleanup.h"
+#include "base/cleanup.h"
 
 struct watch {
     shim_loop_cb cb;

@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "error.h"
+#include "base/error.h"
 
 struct shim_loop;
 

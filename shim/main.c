@@ -27,15 +27,15 @@
 
 #include <linux/magic.h>
 
-#include "cleanup.h"
-#include "selfexe.h"
-#include "container.h"
-#include "error.h"
+#include "base/cleanup.h"
+#include "selfexe/selfexe.h"
+#include "container/container.h"
+#include "base/error.h"
 #include "loop.h"
 #include "publish.h"
 #include "service.h"
-#include "sha256.h"
-#include "spec.h"
+#include "base/sha256.h"
+#include "spec/spec.h"
 #include "task.pb-c.h"
 #include "ttrpc.h"
 #include "types.pb-c.h"

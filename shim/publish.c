@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cleanup.h"
+#include "base/cleanup.h"
 #include "events.pb-c.h"
 #include "ttrpc.h"
 #include "ttrpc.pb-c.h"

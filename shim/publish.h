@@ -7,7 +7,7 @@
 
 #include <protobuf-c/protobuf-c.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "loop.h"
 
 struct shim_publisher;

@@ -21,8 +21,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cleanup.h"
-#include "utils.h"
+#include "base/cleanup.h"
+#include "base/utils.h"
 
 struct shim_reaper {
     struct shim_loop *loop;

@@ -11,9 +11,9 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 
-#include "cleanup.h"
-#include "mounts.h"
-#include "spec.h"
+#include "base/cleanup.h"
+#include "rootfs/mounts.h"
+#include "spec/spec.h"
 
 void shim_rootfs_unmount(const char *rootfs)
 {

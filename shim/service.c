@@ -11,11 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cleanup.h"
+#include "base/cleanup.h"
 #include "events.pb-c.h"
 #include "metrics.pb-c.h"
 #include "options.pb-c.h"
-#include "spec.h"
+#include "spec/spec.h"
 #include "task.h"
 #include "task.pb-c.h"
 #include "types.pb-c.h"

@@ -6,7 +6,7 @@
 
 #include <stdbool.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "loop.h"
 #include "publish.h"
 #include "ttrpc.h"

@@ -16,7 +16,7 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "cleanup.h"
+#include "base/cleanup.h"
 
 #define COPY_BUF 8192
 #define SPLICE_MAX (1 << 16)

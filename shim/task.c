@@ -15,12 +15,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cgroup.h"
-#include "checkpoint.h"
-#include "cleanup.h"
-#include "container.h"
-#include "spec.h"
-#include "state.h"
+#include "cgroup/cgroup.h"
+#include "container/checkpoint.h"
+#include "base/cleanup.h"
+#include "container/container.h"
+#include "spec/spec.h"
+#include "container/state.h"
 
 struct waiter {
     struct waiter *next;

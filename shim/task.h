@@ -32,8 +32,8 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "cgroup.h"
-#include "error.h"
+#include "cgroup/cgroup.h"
+#include "base/error.h"
 #include "loop.h"
 
 enum shim_code {

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cleanup.h"
+#include "base/cleanup.h"
 #include "ttrpc.pb-c.h"
 
 struct ttrpc_service {

@@ -13,7 +13,7 @@
 
 #include <protobuf-c/protobuf-c.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "loop.h"
 
 #define TTRPC_HEADER_LEN 10

@@ -10,8 +10,8 @@
 
 #include "brig.h"
 #include "cli.h"
-#include "selfexe.h"
-#include "state.h"
+#include "selfexe/selfexe.h"
+#include "container/state.h"
 
 struct command {
     const char *name;
@@ -145,7 +145,7 @@ int main(int argc, char **argv)
          * read-only view of brig's file (or a sealed copy), so the
          * container can't reach the host's file. exec moves onto it at
          * once; the others leave the move to the init they start, when it
-         * is alone in a new pid namespace (libcontainer/selfexe.c). */
+         * is alone in a new pid namespace (libcontainer/selfexe/selfexe.c). */
         brig_error_t err = NULL;
         bool starts = strcmp(name, "create") == 0 || strcmp(name, "run") == 0
             || strcmp(name, "sandbox") == 0;

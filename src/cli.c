@@ -11,9 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cleanup.h"
-#include "state.h"
-#include "utils.h"
+#include "base/cleanup.h"
+#include "container/state.h"
+#include "base/utils.h"
 
 struct brig_globals brig_globals = { .root = BRIG_DEFAULT_ROOT };
 const char *brig_command_name = NULL;

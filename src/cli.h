@@ -6,7 +6,7 @@
 #include <getopt.h>
 #include <stdbool.h>
 
-#include "error.h"
+#include "base/error.h"
 
 struct brig_globals {
     const char *root;

@@ -4,7 +4,7 @@
 
 #include "brig.h"
 #include "cli.h"
-#include "container.h"
+#include "container/container.h"
 #include "create_flags.h"
 
 static const char usage[] =

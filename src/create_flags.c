@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "state.h"
+#include "container/state.h"
 
 static const struct option create_flag_options[] = {
     { "bundle", required_argument, NULL, 'b' },

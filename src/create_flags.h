@@ -5,7 +5,7 @@
 #include <getopt.h>
 #include <stdbool.h>
 
-#include "container.h"
+#include "container/container.h"
 
 #define CREATE_FLAGS_HELP                                                              \
     "  -b, --bundle DIR         the bundle (default: the current directory)\n"         \

@@ -4,7 +4,7 @@
 
 #include <stdbool.h>
 
-#include "checkpoint.h"
+#include "container/checkpoint.h"
 
 #define CRIU_FLAGS_HELP                                                                    \
     "      --image-path DIR     criu's images (default: ./checkpoint)\n"                   \

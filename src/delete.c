@@ -1,6 +1,6 @@
 #include "brig.h"
 #include "cli.h"
-#include "container.h"
+#include "container/container.h"
 
 static const char usage[] =
     "Usage: brig delete [options] ID\n\n"

@@ -9,9 +9,9 @@
 #include <unistd.h>
 
 #include "brig.h"
-#include "cgroup.h"
+#include "cgroup/cgroup.h"
 #include "cli.h"
-#include "container.h"
+#include "container/container.h"
 
 static const char usage[] =
     "Usage: brig events [options] ID\n\n"

@@ -10,12 +10,12 @@
 #include <unistd.h>
 
 #include "brig.h"
-#include "cleanup.h"
+#include "base/cleanup.h"
 #include "cli.h"
-#include "container.h"
-#include "spec.h"
-#include "terminal.h"
-#include "utils.h"
+#include "container/container.h"
+#include "spec/spec.h"
+#include "process/terminal.h"
+#include "base/utils.h"
 #include "wait.h"
 
 static const char usage[] =

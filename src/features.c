@@ -8,12 +8,12 @@
 #include <yajl/yajl_gen.h>
 
 #include "brig.h"
-#include "caps.h"
+#include "process/identity.h"
 #include "cli.h"
-#include "mounts.h"
-#include "seccomp.h"
-#include "spec.h"
-#include "state.h"
+#include "rootfs/mounts.h"
+#include "process/seccomp.h"
+#include "spec/spec.h"
+#include "container/state.h"
 
 static const char usage[] =
     "Usage: brig features\n\n"

@@ -2,8 +2,8 @@
 
 #include "brig.h"
 #include "cli.h"
-#include "container.h"
-#include "signals.h"
+#include "container/container.h"
+#include "base/signals.h"
 
 static const char usage[] =
     "Usage: brig kill [options] ID [SIGNAL]\n\n"

@@ -5,7 +5,7 @@
 
 #include "brig.h"
 #include "cli.h"
-#include "container.h"
+#include "container/container.h"
 
 static const char usage[] =
     "Usage: brig list [options]\n\n"

@@ -1,6 +1,6 @@
 #include "brig.h"
 #include "cli.h"
-#include "container.h"
+#include "container/container.h"
 
 static const char pause_usage[] =
     "Usage: brig pause ID\n\n"

@@ -8,9 +8,9 @@
 #include <unistd.h>
 
 #include "brig.h"
-#include "cleanup.h"
+#include "base/cleanup.h"
 #include "cli.h"
-#include "container.h"
+#include "container/container.h"
 
 static const char usage[] =
     "Usage: brig ps [options] ID [-- PS-OPTIONS...]\n\n"

@@ -6,7 +6,7 @@
 
 #include "brig.h"
 #include "cli.h"
-#include "container.h"
+#include "container/container.h"
 #include "criu_flags.h"
 #include "wait.h"
 

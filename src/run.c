@@ -11,11 +11,11 @@
 
 #include "brig.h"
 #include "cli.h"
-#include "container.h"
+#include "container/container.h"
 #include "create_flags.h"
 #include "wait.h"
-#include "terminal.h"
-#include "utils.h"
+#include "process/terminal.h"
+#include "base/utils.h"
 
 static const char usage[] =
     "Usage: brig run [options] ID\n\n"

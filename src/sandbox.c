@@ -9,14 +9,14 @@
 #include <unistd.h>
 
 #include "brig.h"
-#include "cleanup.h"
+#include "base/cleanup.h"
 #include "cli.h"
-#include "container.h"
-#include "dataimage.h"
-#include "profile.h"
+#include "container/container.h"
+#include "sandbox/dataimage.h"
+#include "sandbox/profile.h"
 #include "sandbox.h"
-#include "spec.h"
-#include "utils.h"
+#include "spec/spec.h"
+#include "base/utils.h"
 
 static const char usage[] =
     "Usage: brig sandbox COMMAND [options] ...\n\n"

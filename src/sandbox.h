@@ -2,7 +2,7 @@
 #ifndef BRIG_SANDBOX_CMD_H
 #define BRIG_SANDBOX_CMD_H
 
-#include "error.h"
+#include "base/error.h"
 
 /* Where sandboxes keep their bundle and data: $BRIG_SANDBOX_DIR or
  * /var/lib/brig/sandboxes. */

@@ -9,11 +9,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cleanup.h"
+#include "base/cleanup.h"
 #include "cli.h"
-#include "dataimage.h"
-#include "path.h"
-#include "profile.h"
+#include "sandbox/dataimage.h"
+#include "base/path.h"
+#include "sandbox/profile.h"
 #include "sandbox.h"
 
 static const char cp_usage[] =

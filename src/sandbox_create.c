@@ -9,13 +9,13 @@
 #include <unistd.h>
 
 #include "brig.h"
-#include "cleanup.h"
+#include "base/cleanup.h"
 #include "cli.h"
-#include "container.h"
-#include "profile.h"
+#include "container/container.h"
+#include "sandbox/profile.h"
 #include "sandbox.h"
-#include "spec.h"
-#include "utils.h"
+#include "spec/spec.h"
+#include "base/utils.h"
 
 static const char create_usage[] =
     "Usage: brig sandbox create [options] ID\n\n"

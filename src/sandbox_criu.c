@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "brig.h"
-#include "checkpoint.h"
-#include "cleanup.h"
+#include "container/checkpoint.h"
+#include "base/cleanup.h"
 #include "cli.h"
 #include "sandbox.h"
 

@@ -9,10 +9,10 @@
 #include <yajl/yajl_tree.h>
 
 #include "brig.h"
-#include "cleanup.h"
+#include "base/cleanup.h"
 #include "cli.h"
-#include "spec.h"
-#include "utils.h"
+#include "spec/spec.h"
+#include "base/utils.h"
 
 static const char usage[] =
     "Usage: brig spec [options]\n\n"

@@ -3,7 +3,7 @@
 
 #include "brig.h"
 #include "cli.h"
-#include "container.h"
+#include "container/container.h"
 
 static const char usage[] =
     "Usage: brig state ID\n\n"

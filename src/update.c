@@ -7,11 +7,11 @@
 #include <strings.h>
 
 #include "brig.h"
-#include "cleanup.h"
+#include "base/cleanup.h"
 #include "cli.h"
-#include "container.h"
-#include "spec.h"
-#include "utils.h"
+#include "container/container.h"
+#include "spec/spec.h"
+#include "base/utils.h"
 
 static const char usage[] =
     "Usage: brig update [options] ID\n\n"

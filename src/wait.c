@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "terminal.h"
-#include "utils.h"
+#include "process/terminal.h"
+#include "base/utils.h"
 
 static int exit_status(int wstatus)
 {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cleanup.h"
+#include "base/cleanup.h"
 #include "conf.h"
 
 /* Whoever writes a service line expects a shell where these appear. */

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "children.h"
-#include "cleanup.h"
+#include "base/cleanup.h"
 #include "config.h"
 #include "conf.h"
 #include "supervise.h"

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cleanup.h"
+#include "base/cleanup.h"
 #include "users.h"
 
 /* Splits a colon-separated line in place; returns the number of fields. */

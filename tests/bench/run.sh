@@ -135,7 +135,7 @@ add_runtime() { # NAME BINARY
 }
 add_runtime brig "$BRIG"
 # brig-ro: the same binary on a read-only mount, where it needn't move onto
-# a read-only clone of its file first (libcontainer/selfexe.c); how brig
+# a read-only clone of its file first (libcontainer/selfexe/selfexe.c); how brig
 # runs when installed on a read-only /usr. BENCH_RO=0 leaves it out.
 if [ "${BENCH_RO:-1}" != 0 ]; then
 	mkdir -p "$work/ro"

@@ -48,7 +48,7 @@ shim_memory() {
 	local pid pss=0 rss=0 p r
 	# By argv[0]: pgrep -x can't match names past 15 characters, and brig's
 	# shim runs from a detached read-only clone of its file, whose
-	# /proc/PID/exe names no path on the host (libcontainer/selfexe.c).
+	# /proc/PID/exe names no path on the host (libcontainer/selfexe/selfexe.c).
 	for pid in $(for c in /proc/[0-9]*/cmdline; do
 		[ "$(basename "$(tr '\0' '\n' <"$c" 2>/dev/null | head -1)")" = "$1" ] && basename "$(dirname "$c")"
 	done); do

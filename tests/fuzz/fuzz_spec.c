@@ -5,9 +5,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "seccomp.h"
-#include "spec.h"
+#include "base/error.h"
+#include "process/seccomp.h"
+#include "spec/spec.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -29,7 +29,7 @@ run_one() {
 	rm -f "$work"/crash-* "$work"/leak-* "$work"/timeout-* "$work"/oom-*
 	dict=$work/brig.dict
 	# shellcheck disable=SC2016 # a sed script
-	grep -ohE '"[A-Za-z_][A-Za-z0-9_.]{1,40}"' "$top"/libcontainer/spec*.c "$top"/libcontainer/seccomp.c |
+	grep -ohE '"[A-Za-z_][A-Za-z0-9_.]{1,40}"' "$top"/libcontainer/spec/spec*.c "$top"/libcontainer/process/seccomp.c |
 		sort -u | sed 's/"/\\"/g; s/.*/"&"/' >"$dict"
 	log=$work/log
 	# -detect_leaks is libFuzzer's default; a leak ends the run like a crash.

@@ -158,7 +158,7 @@ load helpers
 }
 
 @test "containers with the same device rules share one pinned program, and update keeps it" {
-	# The cache lives in bpffs (libcontainer/ebpf_cache.c); the VM mounts one.
+	# The cache lives in bpffs (libcontainer/cgroup/devices_bpf_cache.c); the VM mounts one.
 	[ "$(stat -f -c %T /sys/fs/bpf 2>/dev/null)" = bpf_fs ] || fail "no bpffs on /sys/fs/bpf here"
 	update_config '.process.capabilities.bounding += ["CAP_MKNOD"] | .process.capabilities.effective += ["CAP_MKNOD"] | .process.capabilities.permitted += ["CAP_MKNOD"]'
 	set_args sleep 100

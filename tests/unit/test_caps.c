@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "caps.h"
+#include "process/identity.h"
 #include "unit.h"
 
 static void test_names(void)

@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cgroup.h"
+#include "cgroup/cgroup.h"
 #include "unit.h"
 
 /* A TAP skip that still counts as a test point, so the plan line matches. */

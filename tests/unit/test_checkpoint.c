@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
+#include "container/checkpoint.h"
 #include "unit.h"
 
 static void test_cg_modes(void)

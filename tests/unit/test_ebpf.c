@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ebpf.h"
+#include "cgroup/devices_bpf.h"
 #include "unit.h"
 
 /* A TAP skip that still counts as a test point, so the plan line matches. */

@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "unit.h"
 
 static int fails_deep(brig_error_t *err)

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hooks.h"
+#include "process/hooks.h"
 #include "unit.h"
 
 static char dir[] = "/tmp/brig-test-hooks-XXXXXX";

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/mount.h>
 
-#include "mounts.h"
+#include "rootfs/mounts.h"
 #include "unit.h"
 
 struct option_case {

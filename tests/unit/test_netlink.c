@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "netlink.h"
+#include "process/netlink.h"
 #include "unit.h"
 
 /* Flags of "lo" as the kernel reports them; -1 on error. */

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "path.h"
+#include "base/path.h"
 #include "unit.h"
 
 static void test_clean(void)

@@ -2,8 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile.h"
-#include "spec.h"
+#include "sandbox/profile.h"
+#include "spec/spec.h"
 #include "unit.h"
 
 /* A bundle's spec with what the profile must replace or keep: root, caps,

@@ -19,8 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "mounts.h"
-#include "path.h"
+#include "rootfs/mounts.h"
+#include "base/path.h"
 #include "unit.h"
 
 #define STRV(...)                                                                       \

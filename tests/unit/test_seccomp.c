@@ -25,9 +25,9 @@
 #include <unistd.h>
 #include <yajl/yajl_tree.h>
 
-#include "cleanup.h"
-#include "seccomp.h"
-#include "spec.h"
+#include "base/cleanup.h"
+#include "process/seccomp.h"
+#include "spec/spec.h"
 #include "unit.h"
 
 static int compile(const char *json, struct brig_seccomp_filter **f, brig_error_t *err)

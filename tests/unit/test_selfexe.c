@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "selfexe.h"
+#include "selfexe/selfexe.h"
 #include "unit.h"
 
 struct mount_attr_arg {

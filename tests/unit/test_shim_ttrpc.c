@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "loop.h"
-#include "sha256.h"
+#include "base/sha256.h"
 #include "task.pb-c.h"
 #include "ttrpc.h"
 #include "ttrpc.pb-c.h"

@@ -8,7 +8,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "spec.h"
+#include "spec/spec.h"
 #include "unit.h"
 
 #define MINIMAL "\"ociVersion\": \"1.2.0\", \"root\": {\"path\": \"rootfs\"}"

@@ -11,10 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "signals.h"
-#include "state.h"
+#include "base/signals.h"
+#include "container/state.h"
 #include "unit.h"
-#include "utils.h"
+#include "base/utils.h"
 
 static void ids(void)
 {

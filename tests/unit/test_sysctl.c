@@ -6,7 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sysctl.h"
+#include "process/sysctl.h"
 #include "unit.h"
 
 static void test_key_to_path(void)

@@ -1,0 +1,270 @@
+#define _GNU_SOURCE
+#include "base/utils.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+
+int brig_write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += w;
+        len -= (size_t) w;
+    }
+    return 0;
+}
+
+ssize_t brig_read_all(int fd, void *buf, size_t len)
+{
+    char *p = buf;
+    size_t got = 0;
+    while (got < len) {
+        ssize_t r = read(fd, p + got, len - got);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (r == 0)
+            break;
+        got += (size_t) r;
+    }
+    return (ssize_t) got;
+}
+
+int brig_send_with_fd(int sock, const void *data, size_t len, int fd)
+{
+    struct iovec iov = { (void *) data, len };
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    memset(&control, 0, sizeof control);
+    struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                        .msg_controllen = sizeof control.buf };
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    ssize_t r;
+    do
+        r = sendmsg(sock, &m, MSG_NOSIGNAL);
+    while (r < 0 && errno == EINTR);
+    return r < 0 ? -1 : 0;
+}
+
+static int read_fd(int fd, const char *name, char **out, size_t *len, brig_error_t *err)
+{
+    size_t cap = 4096, used = 0;
+    cleanup_free char *buf = malloc(cap);
+    if (buf == NULL)
+        return brig_error_set(err, ENOMEM, "read `%s`", name);
+    for (;;) {
+        if (used + 1 >= cap) {
+            char *bigger = realloc(buf, cap * 2);
+            if (bigger == NULL)
+                return brig_error_set(err, ENOMEM, "read `%s`", name);
+            buf = bigger;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, buf + used, cap - used - 1);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return brig_error_set(err, errno, "read `%s`", name);
+        }
+        if (r == 0)
+            break;
+        used += (size_t) r;
+    }
+    buf[used] = '\0';
+    if (len)
+        *len = used;
+    *out = brig_steal_ptr(buf);
+    return 0;
+}
+
+int brig_read_file_at(int dirfd, const char *name, char **out, size_t *len, brig_error_t *err)
+{
+    cleanup_close int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return brig_error_set(err, errno, "open `%s`", name);
+    return read_fd(fd, name, out, len, err);
+}
+
+int brig_read_file(const char *path, char **out, size_t *len, brig_error_t *err)
+{
+    return brig_read_file_at(AT_FDCWD, path, out, len, err);
+}
+
+int brig_write_file(const char *path, const char *data, size_t len, brig_error_t *err)
+{
+    cleanup_close int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return brig_error_set(err, errno, "open `%s`", path);
+    if (brig_write_all(fd, data, len) < 0)
+        return brig_error_set(err, errno, "write `%s`", path);
+    return 0;
+}
+
+/* Creates (with extra open flags) and fills a file; removes it again on a
+ * failed write. */
+static int write_created(int dirfd, const char *name, int flags, const char *data, size_t len,
+                         mode_t mode, brig_error_t *err)
+{
+    cleanup_close int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_CLOEXEC | flags, mode);
+    if (fd < 0)
+        return brig_error_set(err, errno, "create `%s`", name);
+    if (brig_write_all(fd, data, len) < 0) {
+        int saved = errno;
+        unlinkat(dirfd, name, 0);
+        return brig_error_set(err, saved, "write `%s`", name);
+    }
+    return 0;
+}
+
+int brig_write_file_atomic_at(int dirfd, const char *name, const char *data, size_t len,
+                              mode_t mode, brig_error_t *err)
+{
+    char tmp[256];
+    if (snprintf(tmp, sizeof tmp, ".%s.tmp", name) >= (int) sizeof tmp)
+        return brig_error_set(err, ENAMETOOLONG, "write `%s`", name);
+    if (write_created(dirfd, tmp, O_TRUNC, data, len, mode, err) < 0)
+        return -1;
+    /* No fsync: the state dir lives on tmpfs (/run) and dies with the host;
+     * rename alone gives readers all-or-nothing. */
+    if (renameat(dirfd, tmp, dirfd, name) < 0) {
+        int saved = errno;
+        unlinkat(dirfd, tmp, 0);
+        return brig_error_set(err, saved, "rename `%s` to `%s`", tmp, name);
+    }
+    return 0;
+}
+
+int brig_write_file_new_at(int dirfd, const char *name, const char *data, size_t len, mode_t mode,
+                           brig_error_t *err)
+{
+    return write_created(dirfd, name, O_EXCL, data, len, mode, err);
+}
+
+static int remove_contents(int dfd, const char *name, brig_error_t *err)
+{
+    cleanup_dir DIR *d = fdopendir(dfd);
+    if (d == NULL) {
+        close(dfd);
+        return brig_error_set(err, errno, "open dir `%s`", name);
+    }
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+            continue;
+        if (errno != EISDIR && errno != EPERM)
+            return brig_error_set(err, errno, "remove `%s/%s`", name, de->d_name);
+        if (brig_remove_tree_at(dirfd(d), de->d_name, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int brig_remove_tree_at(int dirfd, const char *name, brig_error_t *err)
+{
+    int dfd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0) {
+        if (errno == ENOENT)
+            return 0;
+        return brig_error_set(err, errno, "open `%s`", name);
+    }
+    if (remove_contents(dfd, name, err) < 0)
+        return -1;
+    if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+        return brig_error_set(err, errno, "remove `%s`", name);
+    return 0;
+}
+
+int brig_process_stat(pid_t pid, char *state, unsigned long long *start, brig_error_t *err)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    cleanup_free char *stat = NULL;
+    if (brig_read_file(path, &stat, NULL, err) < 0)
+        return -1;
+    /* The command name (field 2) may hold spaces and parens: skip past the
+     * last ')' before counting fields. */
+    char *p = strrchr(stat, ')');
+    if (p == NULL || p[1] != ' ' || p[2] == '\0')
+        return brig_error_set(err, EINVAL, "parse `%s`", path);
+    p++;
+    if (state)
+        *state = p[1];
+    for (int field = 3; field < 22; field++) {
+        p = strchr(p + 1, ' ');
+        if (p == NULL)
+            return brig_error_set(err, EINVAL, "parse `%s`", path);
+    }
+    *start = strtoull(p + 1, NULL, 10);
+    return 0;
+}
+
+int brig_process_start_time(pid_t pid, unsigned long long *out, brig_error_t *err)
+{
+    return brig_process_stat(pid, NULL, out, err);
+}
+
+int brig_write_pid_file(const char *path, pid_t pid, brig_error_t *err)
+{
+    cleanup_free char *dir_copy = strdup(path), *base_copy = strdup(path);
+    if (!dir_copy || !base_copy)
+        return brig_error_set(err, ENOMEM, "pid file");
+    cleanup_close int dfd = open(dirname(dir_copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return brig_error_set(err, errno, "pid file `%s`", path);
+    char buf[16];
+    int n = snprintf(buf, sizeof buf, "%d", pid);
+    if (brig_write_file_atomic_at(dfd, basename(base_copy), buf, (size_t) n, 0644, err) < 0)
+        return brig_error_wrap(err, "pid file `%s`", path);
+    return 0;
+}
+
+int brig_passwd_lookup(const char *path, uid_t uid, char *name, size_t name_size, char *home,
+                       size_t home_size)
+{
+    char line[1024];
+    cleanup_file FILE *f = fopen(path, "re");
+    while (f && fgets(line, sizeof line, f)) {
+        char *fields[7] = { 0 }, *s = line;
+        int n = 0;
+        for (char *tok; n < 7 && (tok = strsep(&s, ":\n")); n++)
+            fields[n] = tok;
+        char *end = NULL;
+        if (n < 6 || *fields[2] == '\0')
+            continue;
+        unsigned long entry_uid = strtoul(fields[2], &end, 10);
+        if (*end != '\0' || entry_uid != (unsigned long) uid)
+            continue;
+        if (name)
+            snprintf(name, name_size, "%s", fields[0]);
+        if (home)
+            snprintf(home, home_size, "%s", fields[5]);
+        return 0;
+    }
+    return -1;
+}

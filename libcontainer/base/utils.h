@@ -1,0 +1,57 @@
+/* Small file and process helpers shared by the library. */
+#ifndef BRIG_UTILS_H
+#define BRIG_UTILS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "base/error.h"
+
+/* Reads a whole file; *out is NUL-terminated, caller frees. */
+int brig_read_file(const char *path, char **out, size_t *len, brig_error_t *err);
+int brig_read_file_at(int dirfd, const char *name, char **out, size_t *len, brig_error_t *err);
+
+/* Writes data to an existing file (procfs, sysfs, cgroupfs): one write. */
+int brig_write_file(const char *path, const char *data, size_t len, brig_error_t *err);
+
+/* Writes a file atomically: a temp file in the same dir, then rename. */
+int brig_write_file_atomic_at(int dirfd, const char *name, const char *data, size_t len,
+                              mode_t mode, brig_error_t *err);
+
+/* Writes a file that must not exist yet, in place: for a directory nobody
+ * else reads until its owner says so (a state dir under its create lock). */
+int brig_write_file_new_at(int dirfd, const char *name, const char *data, size_t len, mode_t mode,
+                           brig_error_t *err);
+
+/* Writes a pid file atomically (--pid-file of create, run, exec). */
+int brig_write_pid_file(const char *path, pid_t pid, brig_error_t *err);
+
+/* Writes all of buf, retrying on EINTR and short writes. */
+int brig_write_all(int fd, const void *buf, size_t len);
+
+/* Reads up to len bytes, retrying on EINTR and short reads; returns bytes read. */
+ssize_t brig_read_all(int fd, void *buf, size_t len);
+
+/* Sends `len` bytes with `fd` attached (SCM_RIGHTS) over a unix socket. */
+int brig_send_with_fd(int sock, const void *data, size_t len, int fd);
+
+/* Removes a directory tree below dirfd/name (no symlinks followed). */
+int brig_remove_tree_at(int dirfd, const char *name, brig_error_t *err);
+
+/* Start time of a process in clock ticks since boot (field 22 of
+ * /proc/PID/stat), used to tell a process from a later one with the same pid. */
+int brig_process_start_time(pid_t pid, unsigned long long *out, brig_error_t *err);
+
+/* The same, with the process's state letter (field 3: R, S, Z...) from the
+ * same read; state may be NULL. */
+int brig_process_stat(pid_t pid, char *state, unsigned long long *start, brig_error_t *err);
+
+/* The user name and home directory of `uid` in a passwd file, read by
+ * hand: no NSS, so a static brig can do it, and inside a container only the
+ * container's own file counts. -1 when the uid has no entry. name or home
+ * may be NULL. */
+int brig_passwd_lookup(const char *path, uid_t uid, char *name, size_t name_size, char *home,
+                       size_t home_size);
+
+#endif

@@ -1,0 +1,129 @@
+/* cgroup v2: the container's cgroup, its limits, freezing, killing,
+ * statistics. Only cgroup v2; on a hybrid host brig uses the unified
+ * hierarchy (/sys/fs/cgroup/unified) and fails by name when a limit needs a
+ * controller that hierarchy doesn't have. */
+#ifndef BRIG_CGROUP_H
+#define BRIG_CGROUP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/error.h"
+#include "spec/spec.h"
+
+/* Where the cgroup v2 hierarchy is mounted: /sys/fs/cgroup when that is
+ * cgroup2, else /sys/fs/cgroup/unified; NULL (and *err) when there's none. */
+const char *brig_cgroup_root(brig_error_t *err);
+
+/* linux.cgroupsPath → a path relative to the cgroup root ("a/b/c", no
+ * leading slash, cleaned, no ".." that would leave the root). Absolute
+ * paths are taken from the root; relative ones from the parent of the
+ * caller's own cgroup; absent means "brig/<id>" beside it, i.e. also under
+ * the parent of the caller's cgroup (so for a caller in /a/b: "/x" → "x",
+ * "x" → "a/x", absent → "a/brig/<id>"). The parent rather than the
+ * caller's cgroup itself, because a cgroup holding the caller can't give
+ * controllers to children. ".." is resolved lexically and stops at the
+ * root; a path that ends at the root itself is an error. Pure when
+ * own_cgroup is given (the caller's cgroup from /proc/self/cgroup, e.g. "/"
+ * or "/user.slice"). */
+int brig_cgroup_path_resolve(const char *cgroups_path, const char *id, const char *own_cgroup,
+                             char **out, brig_error_t *err);
+
+/* The controllers a resources section needs ("memory", "pids", "cpu",
+ * "cpuset", "io", "hugetlb", "rdma"), as a NULL-terminated static list in
+ * *out (at most 8). Pure. */
+void brig_cgroup_needed_controllers(const struct brig_resources *r, const char *out[8]);
+
+/* One file write the resources turn into: "memory.max" ← "1048576". Pure
+ * translation, unit-testable: shares → cpu.weight, quota/period → cpu.max,
+ * blockIO → io.weight / io.max lines, unified keys validated (a plain file
+ * name of this cgroup: no "/", no "..", and not cgroup.procs-like core
+ * files that would move processes). */
+struct brig_cgroup_write {
+    char *file;
+    char *value;
+};
+int brig_cgroup_plan(const struct brig_resources *r, struct brig_cgroup_write **out, size_t *n,
+                     brig_error_t *err);
+void brig_cgroup_plan_free(struct brig_cgroup_write *w, size_t n);
+
+/* The controllers a plan writes files of (static names, NULL-terminated,
+ * in the order they are enabled), and the spec field that asked for one,
+ * for error messages ("linux.resources.memory"). Pure. */
+#define BRIG_CGROUP_MAX_CONTROLLERS 8
+void brig_cgroup_plan_controllers(const struct brig_cgroup_write *w, size_t n,
+                                  const char *out[BRIG_CGROUP_MAX_CONTROLLERS + 1]);
+void brig_cgroup_needed_by(const struct brig_resources *r, const char *controller, char *buf,
+                           size_t size);
+
+/* The container's cgroup, opened. */
+struct brig_cgroup {
+    char *path;      /* absolute, e.g. /sys/fs/cgroup/brig/c1 */
+    int dir_fd;      /* O_DIRECTORY fd of it, -1 when closed */
+};
+
+/* Creates the cgroup (mkdir -p), enables the needed controllers in every
+ * ancestor's cgroup.subtree_control, checks they are available (error names
+ * the missing controller), applies the resources and the device program.
+ * `relative` comes from brig_cgroup_path_resolve(). On failure nothing new
+ * is left behind. */
+int brig_cgroup_create(const char *relative, const struct brig_resources *r,
+                       struct brig_cgroup *out, brig_error_t *err);
+/* The same without the device program: the caller attaches one
+ * (brig_cgroup_devices_attach) before anything of the container runs. */
+int brig_cgroup_create_without_devices(const char *relative, const struct brig_resources *r,
+                                       struct brig_cgroup *out, brig_error_t *err);
+/* Opens an existing one by absolute path (from the state file). */
+int brig_cgroup_open(const char *path, struct brig_cgroup *out, brig_error_t *err);
+void brig_cgroup_close(struct brig_cgroup *cg);
+
+/* linux.resources.devices as a compiled device program (devices_bpf.c), kept
+ * apart from the cgroup so create can attach it after the clone, while the
+ * init is still setting up (the verifier then runs beside it). */
+struct bpf_insn;
+struct brig_devices_program {
+    struct bpf_insn *insns;
+    size_t len;
+};
+int brig_cgroup_devices_compile(const struct brig_resources *r, struct brig_devices_program *out,
+                                brig_error_t *err);
+int brig_cgroup_devices_attach(const struct brig_cgroup *cg, const struct brig_devices_program *p,
+                               brig_error_t *err);
+
+/* Applies (again) a resources section: used by create and by `update`. */
+int brig_cgroup_apply(const struct brig_cgroup *cg, const struct brig_resources *r,
+                      brig_error_t *err);
+
+int brig_cgroup_add_pid(const struct brig_cgroup *cg, pid_t pid, brig_error_t *err);
+int brig_cgroup_freeze(const struct brig_cgroup *cg, bool frozen, brig_error_t *err);
+/* True when cgroup.freeze is 1 (what `state` reports as paused). */
+bool brig_cgroup_is_frozen(const struct brig_cgroup *cg);
+/* cgroup.kill where the kernel has it, else SIGKILL to every pid in it. */
+int brig_cgroup_kill_all(const struct brig_cgroup *cg, brig_error_t *err);
+/* Sends sig to every process in the cgroup (and below it). */
+int brig_cgroup_signal_all(const struct brig_cgroup *cg, int sig, brig_error_t *err);
+/* The pids of cgroup.procs (recursively), caller frees. */
+int brig_cgroup_pids(const struct brig_cgroup *cg, pid_t **out, size_t *n, brig_error_t *err);
+/* Removes the cgroup once empty, waiting briefly for dying processes, and
+ * its child cgroups; no parent (the "brig/" level stays for the next). */
+int brig_cgroup_destroy(const char *path, brig_error_t *err);
+
+struct brig_cgroup_stats {
+    uint64_t memory_current, memory_max, memory_swap_current, memory_swap_max;
+    uint64_t memory_events_oom, memory_events_oom_kill, memory_events_max;
+    uint64_t pids_current, pids_max;
+    uint64_t cpu_usage_usec, cpu_user_usec, cpu_system_usec;
+    uint64_t cpu_nr_periods, cpu_nr_throttled, cpu_throttled_usec;
+    /* io.stat summed over devices */
+    uint64_t io_rbytes, io_wbytes, io_rios, io_wios;
+};
+/* Fields a controller doesn't provide stay 0; "max" reads as UINT64_MAX. */
+int brig_cgroup_stats(const struct brig_cgroup *cg, struct brig_cgroup_stats *out,
+                      brig_error_t *err);
+/* Adds what one stats file's text says to *out ("memory.current",
+ * "memory.events", "cpu.stat", "io.stat", ...). Pure. Returns -1 for a file
+ * name it doesn't know, 0 otherwise (unparsable lines are skipped). */
+int brig_cgroup_stats_parse(const char *file, const char *text, struct brig_cgroup_stats *out);
+
+#endif

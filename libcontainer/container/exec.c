@@ -1,0 +1,391 @@
+#define _GNU_SOURCE
+/* exec: a new process in a running container. It enters every namespace
+ * of the container's init (the user namespace first, so the others are
+ * reachable), is cloned straight into the container's cgroup, and takes
+ * the same identity steps as the init before execve. */
+#include "container/container.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "process/identity.h"
+#include "cgroup/cgroup.h"
+#include "base/cleanup.h"
+#include "process/namespaces.h"
+#include "base/path.h"
+#include "process/process.h"
+#include "process/seccomp.h"
+#include "selfexe/selfexe.h"
+#include "process/sync.h"
+#include "process/terminal.h"
+#include "base/utils.h"
+
+static const char *const ns_proc_names[BRIG_NS_COUNT] = {
+    [BRIG_NS_PID] = "pid",   [BRIG_NS_NETWORK] = "net", [BRIG_NS_MOUNT] = "mnt",
+    [BRIG_NS_IPC] = "ipc",   [BRIG_NS_UTS] = "uts",     [BRIG_NS_USER] = "user",
+    [BRIG_NS_CGROUP] = "cgroup", [BRIG_NS_TIME] = "time",
+};
+
+/* The init's namespaces that differ from ours: those are the ones to join
+ * (setns into the namespace one is already in fails for user namespaces). */
+static int open_init_namespaces(pid_t init, struct brig_ns_join *join, brig_error_t *err)
+{
+    join->any = false;
+    for (int t = 0; t < BRIG_NS_COUNT; t++)
+        join->fd[t] = -1;
+    for (int t = 0; t < BRIG_NS_COUNT; t++) {
+        char path[64], self[64];
+        snprintf(path, sizeof path, "/proc/%d/ns/%s", init, ns_proc_names[t]);
+        snprintf(self, sizeof self, "/proc/self/ns/%s", ns_proc_names[t]);
+        struct stat theirs, ours;
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            if (errno == ENOENT && t == BRIG_NS_TIME)
+                continue; /* kernel without time namespaces */
+            int saved = errno;
+            brig_ns_join_close(join);
+            return brig_error_set(err, saved, "open `%s`", path);
+        }
+        if (fstat(fd, &theirs) == 0 && stat(self, &ours) == 0 && theirs.st_ino == ours.st_ino
+            && theirs.st_dev == ours.st_dev) {
+            close(fd);
+            continue;
+        }
+        join->fd[t] = fd;
+        join->any = true;
+    }
+    return 0;
+}
+
+static int open_exec_cgroup(const struct brig_state *st, const char *sub, brig_error_t *err)
+{
+    if (*st->cgroup_path == '\0')
+        return -2; /* not managed by brig: stay where we are */
+    cleanup_free char *path = NULL;
+    if (sub && *sub) {
+        cleanup_free char *clean = brig_path_clean(sub);
+        if (clean == NULL)
+            return brig_error_set(err, ENOMEM, "--cgroup");
+        /* Cleaned as an absolute path, ".." can't climb above the
+         * container's cgroup. */
+        const char *rel = clean[0] == '/' ? clean + 1 : clean;
+        if (asprintf(&path, "%s/%s", st->cgroup_path, rel) < 0)
+            return brig_error_set(err, ENOMEM, "--cgroup");
+        if (mkdir(path, 0755) < 0 && errno != EEXIST)
+            return brig_error_set(err, errno, "create sub-cgroup `%s`", path);
+    } else if ((path = strdup(st->cgroup_path)) == NULL) {
+        return brig_error_set(err, ENOMEM, "cgroup");
+    }
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return brig_error_set(err, errno, "open cgroup `%s`", path);
+    return fd;
+}
+
+/* In the container, as the process to be: identity, terminal, exec. */
+struct exec_ctx {
+    const struct brig_exec_options *o;
+    int lock_fd;                          /* the locked state dir: not for the child */
+    const struct brig_state *st;
+    const struct brig_seccomp *seccomp;   /* the container's, or NULL */
+    struct brig_seccomp_filter *filter;
+};
+
+static int exec_in_container(const struct exec_ctx *x, int sync_fd, brig_error_t *err)
+{
+    const struct brig_exec_options *o = x->o;
+    const struct brig_process *p = o->process;
+    if (setsid() < 0)
+        return brig_error_set(err, errno, "setsid");
+    if (brig_rlimits_apply(p, err) < 0)
+        return -1;
+    cleanup_free char *exe = NULL;
+    char **env = NULL;
+    if (brig_process_become(p, x->filter, sync_fd, &exe, &env, err) < 0)
+        return -1;
+    brig_process_cloexec_from(3 + o->preserve_fds);
+    if (brig_sync_send(sync_fd, BRIG_SYNC_READY, 0, NULL, err) < 0)
+        return -1;
+    execve(exe, p->args.v, env);
+    /* The runtime already let go: say it where the process would have. */
+    dprintf(STDERR_FILENO, "brig: exec `%s`: %s\n", exe, strerror(errno));
+    _exit(127);
+}
+
+/* setns of a pid or time namespace only decides where the caller's next
+ * children are born. So the runtime enters them itself around the clone:
+ * the new process starts in the container's pid namespace and needs no
+ * go-between to fork it (one process fewer per exec). Not with a user
+ * namespace to join, which must come first. `back` keeps our own, to
+ * return to; the joined fds are closed. */
+static int enter_for_children(struct brig_ns_join *join, int back[2], brig_error_t *err)
+{
+    static const struct {
+        enum brig_ns_type type;
+        const char *own;
+        int flag;
+    } kinds[2] = {
+        { BRIG_NS_PID, "/proc/self/ns/pid_for_children", CLONE_NEWPID },
+        { BRIG_NS_TIME, "/proc/self/ns/time_for_children", CLONE_NEWTIME },
+    };
+    back[0] = back[1] = -1;
+    for (int i = 0; i < 2; i++) {
+        int fd = join->fd[kinds[i].type];
+        if (fd < 0)
+            continue;
+        back[i] = open(kinds[i].own, O_RDONLY | O_CLOEXEC);
+        if (back[i] < 0)
+            return brig_error_set(err, errno, "open `%s`", kinds[i].own);
+        if (setns(fd, kinds[i].flag) < 0)
+            return brig_error_set(err, errno, "join %s namespace",
+                                  brig_ns_type_name(kinds[i].type));
+        close(fd);
+        join->fd[kinds[i].type] = -1;
+    }
+    return 0;
+}
+
+static void leave_for_children(int back[2])
+{
+    static const int flags[2] = { CLONE_NEWPID, CLONE_NEWTIME };
+    for (int i = 0; i < 2; i++) {
+        if (back[i] < 0)
+            continue;
+        setns(back[i], flags[i]);
+        close(back[i]);
+        back[i] = -1;
+    }
+}
+
+static __attribute__((noreturn)) void exec_child(const struct exec_ctx *x,
+                                                 const struct brig_ns_join *join, bool direct,
+                                                 int sync_fd)
+{
+    brig_error_t err = NULL;
+    /* Inside the container's namespaces but still the brig binary: not
+     * dumpable until execve, so the container can't reach it via /proc. */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    /* Our copy of the flock'ed state dir would hold the lock until exec;
+     * a process frozen before exec (--ignore-paused) would hold it for
+     * ever and block `resume`. */
+    close(x->lock_fd);
+    /* Only what the process needs crosses into the container. */
+    int keep[1 + BRIG_NS_COUNT] = { sync_fd };
+    for (int t = 0; t < BRIG_NS_COUNT; t++)
+        keep[1 + t] = join->fd[t];
+    brig_process_close_fds_except(3 + x->o->preserve_fds, keep, sizeof keep / sizeof keep[0]);
+    if (brig_ns_join_all(join, &err) == 0) {
+        struct brig_ns_join closed = *join;
+        brig_ns_join_close(&closed);
+        if (direct)
+            exec_in_container(x, sync_fd, &err);
+        /* The pid and time namespaces only take effect in a child. */
+        pid_t pid = err ? -1 : brig_clone_fork(0);
+        if (pid < 0) {
+            if (err == NULL)
+                brig_error_set(&err, errno, "fork");
+        } else if (pid > 0) {
+            _exit(brig_sync_send(sync_fd, BRIG_SYNC_INIT_PID, pid, NULL, &err) < 0);
+        } else {
+            exec_in_container(x, sync_fd, &err);
+        }
+    }
+    brig_sync_report_error(sync_fd, err);
+    _exit(1);
+}
+
+static int hand_to_listener(const struct exec_ctx *x, pid_t pid, int notify_fd, brig_error_t *err)
+{
+    cleanup_free char *json = NULL;
+    if (brig_state_to_json(x->st, BRIG_STATUS_RUNNING, false, &json, err) < 0)
+        return -1;
+    return brig_seccomp_send_to_listener(x->seccomp->listener_path, x->seccomp->listener_metadata,
+                                         notify_fd, pid, json, err);
+}
+
+static int drive_exec(const struct exec_ctx *x, int sync_fd, pid_t child, pid_t *pid, int *master,
+                      brig_error_t *err)
+{
+    cleanup_free struct brig_sync_msg *msg = malloc(sizeof *msg);
+    if (msg == NULL)
+        return brig_error_set(err, ENOMEM, "exec");
+    for (;;) {
+        if (brig_sync_recv(sync_fd, msg, err) < 0) {
+            if ((*err)->errnum == EPIPE)
+                return brig_error_set(err, 0, "the process died before exec");
+            return -1;
+        }
+        switch (msg->type) {
+        case BRIG_SYNC_INIT_PID:
+            *pid = msg->value;
+            while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
+                ;
+            break;
+        case BRIG_SYNC_PTY_MASTER:
+            if (*master >= 0)
+                close(*master);
+            *master = msg->fd;
+            break;
+        case BRIG_SYNC_SECCOMP_FD: {
+            if (msg->fd < 0)
+                return brig_error_set(err, EPROTO, "sync: seccomp message without an fd");
+            cleanup_close int notify_fd = msg->fd;
+            if (*pid == 0 && brig_sync_await_pid(sync_fd, child, pid, err) < 0)
+                return -1;
+            if (hand_to_listener(x, *pid, notify_fd, err) < 0)
+                return -1;
+            break;
+        }
+        case BRIG_SYNC_READY:
+            return *pid == 0 ? brig_sync_await_pid(sync_fd, child, pid, err) : 0;
+        case BRIG_SYNC_ERROR:
+            return brig_error_from_message(err, msg->value, msg->payload);
+        default:
+            return brig_error_set(err, EPROTO, "sync: unexpected message %u", msg->type);
+        }
+    }
+}
+
+static int spawn(const struct exec_ctx *x, bool paused, pid_t *pid, brig_error_t *err)
+{
+    const struct brig_exec_options *o = x->o;
+    const struct brig_state *st = x->st;
+    /* Joining a container that others already live in: the guard of
+     * brig's file, if it was left for later, is made now, by us. */
+    if (brig_selfexe_finish(err) < 0)
+        return -1;
+    struct brig_ns_join join;
+    if (open_init_namespaces(st->pid, &join, err) < 0)
+        return -1;
+    int cg = open_exec_cgroup(st, o->cgroup, err);
+    if (cg == -1) {
+        brig_ns_join_close(&join);
+        return -1;
+    }
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0) {
+        brig_ns_join_close(&join);
+        if (cg >= 0)
+            close(cg);
+        return brig_error_set(err, errno, "create sync socket");
+    }
+    cleanup_close int sync_fd = pair[0];
+    int back[2] = { -1, -1 };
+    bool direct = join.fd[BRIG_NS_USER] < 0;
+    if (direct && enter_for_children(&join, back, err) < 0) {
+        leave_for_children(back);
+        brig_ns_join_close(&join);
+        close(pair[1]);
+        if (cg >= 0)
+            close(cg);
+        return -1;
+    }
+    /* Into a frozen cgroup (--ignore-paused) the process would freeze
+     * before it is ready: it joins after its set-up instead, and freezes
+     * there as the rest of the container is. */
+    bool placed = cg >= 0 && !paused;
+    pid_t child = placed ? brig_clone_into_cgroup(0, cg) : brig_clone_fork(0);
+    if (child < 0 && placed && (errno == ENOSYS || errno == E2BIG || errno == EINVAL)) {
+        placed = false;
+        child = brig_clone_fork(0); /* old kernel: joined below, before it execs */
+    }
+    if (child == 0) {
+        close(sync_fd);
+        exec_child(x, &join, direct, pair[1]);
+    }
+    int saved = errno;
+    leave_for_children(back);
+    close(pair[1]);
+    brig_ns_join_close(&join);
+    if (child < 0) {
+        if (cg >= 0)
+            close(cg);
+        return brig_error_set(err, saved, "clone");
+    }
+    int master = -1;
+    *pid = direct ? child : 0;
+    int r = drive_exec(x, sync_fd, child, pid, &master, err);
+    if (r == 0 && cg >= 0 && !placed && *pid > 0) {
+        char buf[16];
+        int n = snprintf(buf, sizeof buf, "%d", *pid);
+        int procs = openat(cg, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+        /* ESRCH: a short-lived process is already gone, nothing to move. */
+        if (procs < 0 || (write(procs, buf, (size_t) n) != n && errno != ESRCH))
+            r = brig_error_set(err, errno, "join the container's cgroup");
+        if (procs >= 0)
+            close(procs);
+    }
+    if (cg >= 0)
+        close(cg);
+    if (r == 0 && master >= 0 && o->console_socket)
+        r = brig_terminal_send_to_socket(o->console_socket, master, err);
+    if (r == 0 && master >= 0 && o->pty_master)
+        *o->pty_master = brig_steal_fd(master);
+    if (master >= 0)
+        close(master);
+    if (r < 0) {
+        if (*pid > 0)
+            kill(*pid, SIGKILL);
+        kill(child, SIGKILL);
+        waitpid(child, NULL, WNOHANG);
+    }
+    return r;
+}
+
+int brig_container_exec(const struct brig_exec_options *o, pid_t *pid, brig_error_t *err)
+{
+    if (o->process == NULL || o->process->args.n == 0)
+        return brig_error_set(err, 0, "exec: no command to run");
+    if (o->process->terminal && !o->console_socket && !o->pty_master)
+        return brig_error_set(err, 0, "exec: a terminal needs --console-socket (or no --detach)");
+    if (!o->process->terminal && o->console_socket)
+        return brig_error_set(err, 0, "exec: --console-socket needs a terminal (--tty)");
+    cleanup_close int root_fd = -1;
+    cleanup_close int own_dir_fd = -1;
+    struct brig_state *own_st = NULL;
+    if (o->opened == NULL
+        && (own_dir_fd = brig_container_open(o->root, o->id, &root_fd, &own_st, err)) < 0)
+        return -1;
+    int dir_fd = o->opened ? o->opened->dir_fd : own_dir_fd;
+    struct brig_state *st = o->opened ? o->opened->state : own_st;
+    enum brig_status status = brig_state_status(dir_fd, st);
+    int r = 0;
+    if (status == BRIG_STATUS_STOPPED || status == BRIG_STATUS_CREATING)
+        r = brig_error_set(err, 0, "cannot exec in container `%s`: it is %s", o->id,
+                           brig_status_name(status));
+    else if (status == BRIG_STATUS_PAUSED && !o->ignore_paused)
+        r = brig_error_set(err, 0, "cannot exec in container `%s`: it is paused (--ignore-paused)",
+                           o->id);
+    /* Every process of the container lives under its seccomp filter. */
+    struct brig_spec *loaded = NULL;
+    const struct brig_spec *spec = o->spec;
+    struct exec_ctx x = { o, dir_fd, st, NULL, NULL };
+    if (r == 0 && spec == NULL) {
+        r = brig_container_load_spec(dir_fd, &loaded, err);
+        spec = loaded;
+    }
+    if (r == 0 && spec && spec->linux_ && spec->linux_->seccomp) {
+        x.seccomp = spec->linux_->seccomp;
+        r = brig_seccomp_compile(x.seccomp, &x.filter, err);
+    }
+    if (r == 0)
+        r = spawn(&x, status == BRIG_STATUS_PAUSED, pid, err);
+    brig_seccomp_free(x.filter);
+    brig_spec_free(loaded);
+    brig_state_free(own_st);
+    return r;
+}

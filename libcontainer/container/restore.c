@@ -1,0 +1,304 @@
+#define _GNU_SOURCE
+#include "container/checkpoint.h"
+
+#include <criu.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yajl/yajl_tree.h>
+
+#include "cgroup/cgroup.h"
+#include "base/cleanup.h"
+#include "container/container.h"
+#include "base/path.h"
+#include "container/state.h"
+#include "base/utils.h"
+
+#define EXT_NETNS_KEY "extRootNetNS"
+/* In the state dir: the rootfs bound here is criu's --root while it restores. */
+#define CRIU_ROOT "criu-root"
+
+/* Pipes and files of the caller's namespace that the init had as stdio at
+ * dump time are replaced by ours, so whoever restores it gets its output. */
+static int inherit_stdio(struct brig_criu *c, brig_error_t *err)
+{
+    cleanup_free char *text = NULL;
+    if (brig_read_file_at(c->image_fd, BRIG_CRIU_DESCRIPTORS, &text, NULL, err) < 0) {
+        if ((*err)->errnum != ENOENT)
+            return -1;
+        brig_error_release(err); /* not written by brig: nothing to reconnect */
+        return 0;
+    }
+    char msg[128];
+    yajl_val tree = yajl_tree_parse(text, msg, sizeof msg);
+    if (tree == NULL || !YAJL_IS_ARRAY(tree)) {
+        yajl_tree_free(tree);
+        return brig_error_set(err, 0, "%s: not a JSON array", BRIG_CRIU_DESCRIPTORS);
+    }
+    int r = 0;
+    for (size_t i = 0; r == 0 && i < tree->u.array.len && i < 3; i++) {
+        const char *s = YAJL_GET_STRING(tree->u.array.values[i]);
+        bool ours = s && (strncmp(s, "pipe:", 5) == 0 || strncmp(s, "file[", 5) == 0);
+        if (ours && criu_local_add_inherit_fd(c->opts, (int) i, s) < 0)
+            r = brig_error_set(err, ENOMEM, "inherit fd %zu", i);
+    }
+    yajl_tree_free(tree);
+    return r;
+}
+
+/* criu mounts the external binds onto their destinations inside its root:
+ * they must exist, as create would have made them. Destinations on a tmpfs
+ * of the spec are criu's to recreate with the tmpfs. */
+static bool on_spec_tmpfs(const struct brig_spec *spec, const char *dest)
+{
+    for (size_t i = 0; i < spec->n_mounts; i++) {
+        const struct brig_mount *m = &spec->mounts[i];
+        size_t n = strlen(m->destination);
+        if (m->type && strcmp(m->type, "tmpfs") == 0 && strncmp(dest, m->destination, n) == 0
+            && dest[n] == '/')
+            return true;
+    }
+    return false;
+}
+
+static int make_mountpoints(const struct brig_spec *spec, const char *rootfs, const char *bundle,
+                            brig_error_t *err)
+{
+    cleanup_close int root_fd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root_fd < 0)
+        return brig_error_set(err, errno, "rootfs `%s`", rootfs);
+    cleanup_close int bundle_fd = open(bundle, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (bundle_fd < 0)
+        return brig_error_set(err, errno, "bundle `%s`", bundle);
+    for (size_t i = 0; i < spec->n_mounts; i++) {
+        const struct brig_mount *m = &spec->mounts[i];
+        if (m->source == NULL || m->type == NULL || strcmp(m->type, "bind") != 0
+            || on_spec_tmpfs(spec, m->destination))
+            continue;
+        struct stat st;
+        if (fstatat(bundle_fd, m->source, &st, 0) < 0)
+            return brig_error_set(err, errno, "mount `%s` on `%s`: source", m->source, m->destination);
+        int fd = S_ISDIR(st.st_mode) ? brig_path_mkdir_in_root(root_fd, m->destination, 0755, err)
+                                     : brig_path_mkfile_in_root(root_fd, m->destination, 0644, err);
+        if (fd < 0)
+            return brig_error_wrap(err, "mount `%s` on `%s`", m->source, m->destination);
+        close(fd);
+    }
+    return 0;
+}
+
+/* The cgroup criu puts the restored tree in, relative to the hierarchy's
+ * root ("/brig/c2"), as --cgroup-root wants it. */
+static int set_cgroup_root(struct brig_criu *c, const char *cgroup_path, brig_error_t *err)
+{
+    const char *root = brig_cgroup_root(err);
+    if (root == NULL)
+        return -1;
+    size_t n = strlen(root);
+    const char *rel = strncmp(cgroup_path, root, n) == 0 ? cgroup_path + n : cgroup_path;
+    if (criu_local_add_cg_root(c->opts, NULL, *rel ? rel : "/") < 0)
+        return brig_error_set(err, ENOMEM, "criu cgroup root");
+    return 0;
+}
+
+/* With --manage-cgroups-mode ignore criu moves no process: criu swrk, and
+ * with it the tree it restores, starts in the container's cgroup instead.
+ * (Not in the other modes: two more processes could trip a pids limit the
+ * restored tree already fills.) *back is where the caller returns to. */
+static int enter_cgroup(const struct brig_cgroup *cg, struct brig_cgroup *back, brig_error_t *err)
+{
+    const char *root = brig_cgroup_root(err);
+    cleanup_free char *mine = brig_container_own_cgroup();
+    cleanup_free char *path = NULL;
+    if (root == NULL)
+        return -1;
+    if (mine == NULL || asprintf(&path, "%s%s", root, strcmp(mine, "/") == 0 ? "" : mine) < 0)
+        return brig_error_set(err, ENOMEM, "cgroup");
+    if (brig_cgroup_open(path, back, err) < 0)
+        return -1;
+    return brig_cgroup_add_pid(cg, getpid(), err);
+}
+
+struct restore_run {
+    const struct brig_restore_options *o;
+    struct brig_spec *spec;
+    struct brig_state *st;
+    struct brig_criu criu;
+    int netns_fd;
+    char *criu_root;
+    bool root_mounted;
+};
+
+static int prepare_criu(struct restore_run *rr, brig_error_t *err)
+{
+    struct brig_criu *c = &rr->criu;
+    if (inherit_stdio(c, err) < 0)
+        return -1;
+    if (make_mountpoints(rr->spec, rr->st->rootfs, rr->st->bundle, err) < 0)
+        return -1;
+    if (brig_criu_add_bind_mounts(c, rr->spec, rr->st->bundle, err) < 0)
+        return -1;
+    const struct brig_namespace *net = brig_spec_namespace(rr->spec, BRIG_NS_NETWORK);
+    if (net && net->path) {
+        /* Inherited by criu swrk, so not close-on-exec. */
+        rr->netns_fd = open(net->path, O_RDONLY);
+        if (rr->netns_fd < 0)
+            return brig_error_set(err, errno, "network namespace `%s`", net->path);
+        if (criu_local_add_inherit_fd(c->opts, rr->netns_fd, EXT_NETNS_KEY) < 0)
+            return brig_error_set(err, ENOMEM, "network namespace");
+    }
+    if (*rr->st->cgroup_path && set_cgroup_root(c, rr->st->cgroup_path, err) < 0)
+        return -1;
+    /* criu wants a root of its own to pivot into; a bind of the rootfs in the
+     * state dir (on /run, never inside the bundle) is left when it is done. */
+    if (mkdir(rr->criu_root, 0700) < 0)
+        return brig_error_set(err, errno, "create `%s`", rr->criu_root);
+    if (mount(rr->st->rootfs, rr->criu_root, NULL, MS_BIND | MS_REC, NULL) < 0)
+        return brig_error_set(err, errno, "bind rootfs `%s` on `%s`", rr->st->rootfs, rr->criu_root);
+    rr->root_mounted = true;
+    /* criu rebuilds every mount's flags but the root's: it takes the root
+     * as it finds it, so a read-only root must be read-only here already. */
+    if (rr->spec->root && rr->spec->root->readonly
+        && mount(NULL, rr->criu_root, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) < 0)
+        return brig_error_set(err, errno, "remount `%s` read-only", rr->criu_root);
+    if (criu_local_set_root(c->opts, rr->criu_root) < 0)
+        return brig_error_set(err, ENOMEM, "criu root");
+    return 0;
+}
+
+static void release_criu_root(struct restore_run *rr)
+{
+    if (rr->root_mounted)
+        umount2(rr->criu_root, MNT_DETACH);
+    rr->root_mounted = false;
+    if (rr->criu_root)
+        rmdir(rr->criu_root);
+}
+
+static int restore_in_dir(struct restore_run *rr, int dir_fd, const char *config_path,
+                          pid_t *init_pid, brig_error_t *err)
+{
+    const struct brig_restore_options *o = rr->o;
+    struct brig_create_options co = { .root = o->root, .id = o->id, .bundle = o->bundle };
+    /* A checkpointed sandbox comes back a sandbox: the bundle's raw spec
+     * gets the profile's rewrite (its mounts, user, seccomp, limits, init)
+     * before anything below reads it. */
+    int r = brig_container_profile_import(rr->criu.image_fd, dir_fd, rr->spec, err) < 0 ? -1 : 0;
+    if (r == 0)
+        r = brig_container_new_state(&co, rr->spec, &rr->st, err);
+    if (r == 0) {
+        cleanup_free char *json = NULL;
+        size_t len = 0;
+        r = brig_read_file(config_path, &json, &len, err);
+        if (r == 0)
+            r = brig_write_file_atomic_at(dir_fd, BRIG_SAVED_CONFIG, json, len, 0600, err);
+    }
+    struct brig_cgroup cg = { NULL, -1 };
+    if (r == 0 && !o->no_cgroup && brig_container_setup_cgroup(&co, rr->spec, &cg, NULL, err) < 0)
+        r = -1;
+    if (r == 0 && cg.path) {
+        free(rr->st->cgroup_path);
+        if ((rr->st->cgroup_path = strdup(cg.path)) == NULL)
+            r = brig_error_set(err, ENOMEM, "cgroup");
+    }
+    /* Written before criu runs, so `delete --force` finds the cgroup if we die. */
+    if (r == 0)
+        r = brig_state_write(dir_fd, rr->st, err);
+    if (r == 0 && asprintf(&rr->criu_root, "%s/%s/%s", o->root, o->id, CRIU_ROOT) < 0)
+        r = brig_error_set(err, ENOMEM, "restore");
+    if (r == 0)
+        r = prepare_criu(rr, err);
+    pid_t pid = 0;
+    struct brig_cgroup back = { NULL, -1 };
+    if (r == 0 && cg.path && o->criu.cg_mode == BRIG_CG_MODE_IGNORE)
+        r = enter_cgroup(&cg, &back, err);
+    if (r == 0) {
+        pid = criu_local_restore_child(rr->criu.opts);
+        /* Out again at once: the container's cgroup is the container's. */
+        if (back.path && brig_cgroup_add_pid(&back, getpid(), err) < 0) {
+            if (pid > 0)
+                kill(pid, SIGKILL);
+            r = -1;
+        } else if (pid <= 0) {
+            r = brig_criu_failed(&rr->criu, "restore", pid, err);
+        }
+    }
+    brig_cgroup_close(&back);
+    release_criu_root(rr);
+    if (r == 0) {
+        rr->st->pid = pid;
+        *init_pid = pid;
+        r = brig_process_start_time(pid, &rr->st->pid_start_time, err);
+        if (r == 0)
+            r = brig_state_write(dir_fd, rr->st, err);
+        if (r == 0 && o->pid_file)
+            r = brig_write_pid_file(o->pid_file, pid, err);
+        if (r < 0)
+            kill(pid, SIGKILL);
+    }
+    if (r < 0)
+        brig_container_undo_cgroup(&cg);
+    brig_cgroup_close(&cg);
+    return r;
+}
+
+static int restore(const struct brig_restore_options *o, pid_t *init_pid, brig_error_t *err)
+{
+    struct restore_run rr = { .o = o, .netns_fd = -1 };
+    /* The images first: a wrong --image-path must fail before any state exists. */
+    if (brig_criu_begin(&rr.criu, &o->criu, false, BRIG_CRIU_RESTORE_LOG, err) < 0) {
+        brig_criu_end(&rr.criu);
+        return -1;
+    }
+    int r = 0;
+    if (faccessat(rr.criu.image_fd, "inventory.img", F_OK, 0) < 0)
+        r = brig_error_set(err, 0, "image path `%s`: no checkpoint there (no inventory.img)",
+                           o->criu.image_path);
+    cleanup_free char *config_path = NULL;
+    if (r == 0 && asprintf(&config_path, "%s/config.json", o->bundle ? o->bundle : ".") < 0)
+        r = brig_error_set(err, ENOMEM, "restore");
+    struct brig_spec *spec = NULL;
+    if (r == 0)
+        r = brig_spec_load(config_path, &spec, err);
+    rr.spec = spec;
+    cleanup_close int root_fd = r < 0 ? -1 : brig_state_root_open(o->root, true, err);
+    if (r == 0 && root_fd < 0)
+        r = -1;
+    if (r == 0) {
+        cleanup_close int dir_fd = brig_state_dir_create(root_fd, o->id, err);
+        if (dir_fd < 0) {
+            r = -1;
+        } else if (restore_in_dir(&rr, dir_fd, config_path, init_pid, err) < 0) {
+            brig_error_t ignored = NULL;
+            brig_container_profile_teardown(dir_fd, &ignored);
+            brig_error_release(&ignored);
+            brig_state_dir_remove(root_fd, dir_fd, o->id, &ignored);
+            brig_error_release(&ignored);
+            r = -1;
+        }
+    }
+    brig_closep(&rr.netns_fd);
+    free(rr.criu_root);
+    brig_state_free(rr.st);
+    brig_spec_free(spec);
+    brig_criu_end(&rr.criu);
+    return r;
+}
+
+int brig_container_restore(const struct brig_restore_options *o, pid_t *init_pid,
+                           brig_error_t *err)
+{
+    if (geteuid() != 0)
+        return brig_error_set(err, EPERM, "restore `%s`: criu needs root", o->id);
+    if (brig_id_validate(o->id, err) < 0)
+        return -1;
+    if (restore(o, init_pid, err) < 0)
+        return brig_error_wrap(err, "restore `%s`", o->id);
+    return 0;
+}

@@ -1,0 +1,14 @@
+/* OCI hooks: each hook is run with the container state JSON on stdin, its
+ * own args and env, and killed when its timeout passes. */
+#ifndef BRIG_HOOKS_H
+#define BRIG_HOOKS_H
+
+#include "base/error.h"
+#include "spec/spec.h"
+
+/* Runs every hook of the list in order; the first failure stops the list.
+ * `kind` ("prestart", "createRuntime", ...) names the hook in errors. */
+int brig_hooks_run(const struct brig_hook_list *hooks, const char *kind,
+                   const char *state_json, brig_error_t *err);
+
+#endif

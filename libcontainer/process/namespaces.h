@@ -1,0 +1,39 @@
+/* Namespaces: which to create, which to join, id maps, time offsets. */
+#ifndef BRIG_NAMESPACES_H
+#define BRIG_NAMESPACES_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "base/error.h"
+#include "spec/spec.h"
+
+int brig_ns_clone_flag(enum brig_ns_type type);
+
+/* CLONE_NEW* flags of the namespaces the spec asks to create (no path). */
+int brig_ns_new_flags(const struct brig_spec *spec);
+
+/* Namespaces to join, opened up front: a bad path fails create before any
+ * process exists, and the child only setns()es fds it already holds. */
+struct brig_ns_join {
+    int fd[BRIG_NS_COUNT];  /* -1 when not joined */
+    bool any;
+};
+
+int brig_ns_open_paths(const struct brig_spec *spec, struct brig_ns_join *join, brig_error_t *err);
+void brig_ns_join_close(struct brig_ns_join *join);
+
+/* Joins the opened namespaces: the user namespace first (the others may be
+ * owned by it), the pid and time namespaces last (they only apply to
+ * children). Runs in the child. */
+int brig_ns_join_all(const struct brig_ns_join *join, brig_error_t *err);
+
+/* Writes /proc/PID/{uid_map,gid_map} from linux.uidMappings/gidMappings.
+ * Runs in the parent, which has the privilege to map any id. */
+int brig_ns_write_id_maps(pid_t pid, const struct brig_linux *linux_, brig_error_t *err);
+
+/* Writes linux.timeOffsets to /proc/self/timens_offsets; must happen after
+ * unshare(CLONE_NEWTIME) and before any process enters the namespace. */
+int brig_ns_write_time_offsets(const struct brig_linux *linux_, brig_error_t *err);
+
+#endif

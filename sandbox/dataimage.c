@@ -1,0 +1,165 @@
+#define _GNU_SOURCE
+#include "sandbox/dataimage.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/loop.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+
+#define EXT4_MAGIC 0xEF53
+
+/* mkfs.ext4 on the image: no reserved blocks (the user gets the whole
+ * quota), the root directory owned by the sandbox user, lazy init so a
+ * large sparse image costs nothing up front. */
+static int make_ext4(const char *image, uid_t uid, gid_t gid, brig_error_t *err)
+{
+    char owner[64];
+    snprintf(owner, sizeof owner, "root_owner=%u:%u,lazy_itable_init=1,lazy_journal_init=1",
+             (unsigned) uid, (unsigned) gid);
+    pid_t pid = fork();
+    if (pid < 0)
+        return brig_error_set(err, errno, "fork for mkfs.ext4");
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        if (null >= 0) {
+            dup2(null, STDIN_FILENO);
+            dup2(null, STDOUT_FILENO);
+            dup2(null, STDERR_FILENO);
+        }
+        /* e2fsprogs lives in sbin, which a user's PATH may lack. */
+        setenv("PATH", "/usr/sbin:/sbin:/usr/bin:/bin", 1);
+        execlp("mkfs.ext4", "mkfs.ext4", "-q", "-F", "-m", "0", "-E", owner, image, (char *) NULL);
+        _exit(127);
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return brig_error_set(err, errno, "wait for mkfs.ext4");
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+        return brig_error_set(err, 0, "mkfs.ext4 not found (install e2fsprogs)");
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return brig_error_set(err, 0, "mkfs.ext4 `%s` failed (status %d)", image, status);
+    return 0;
+}
+
+/* A free loop device bound to the image, autoclear set. */
+static int attach_loop(int image_fd, char path[64], brig_error_t *err)
+{
+    cleanup_close int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+    if (ctl < 0)
+        return brig_error_set(err, errno, "open /dev/loop-control");
+    /* Another process may grab the device between GET_FREE and CONFIGURE:
+     * then EBUSY, and the next free one is tried. */
+    for (int attempt = 0; attempt < 32; attempt++) {
+        int n = ioctl(ctl, LOOP_CTL_GET_FREE);
+        if (n < 0)
+            return brig_error_set(err, errno, "get a free loop device");
+        snprintf(path, 64, "/dev/loop%d", n);
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        if (fd < 0)
+            return brig_error_set(err, errno, "open `%s`", path);
+        struct loop_config cfg = { .fd = (unsigned) image_fd };
+        cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR;
+        if (ioctl(fd, LOOP_CONFIGURE, &cfg) == 0)
+            return fd;
+        int saved = errno;
+        close(fd);
+        if (saved != EBUSY)
+            return brig_error_set(err, saved, "configure `%s`", path);
+    }
+    return brig_error_set(err, EBUSY, "no free loop device");
+}
+
+static bool is_mounted_ext4(const char *mnt)
+{
+    struct statfs sf;
+    struct stat here, parent;
+    cleanup_free char *up = NULL;
+    if (statfs(mnt, &sf) < 0 || sf.f_type != EXT4_MAGIC || stat(mnt, &here) < 0)
+        return false;
+    if (asprintf(&up, "%s/..", mnt) < 0 || stat(up, &parent) < 0)
+        return false;
+    return here.st_dev != parent.st_dev;
+}
+
+int brig_data_image_setup(const char *dir, int64_t size, uid_t uid, gid_t gid, brig_error_t *err)
+{
+    cleanup_free char *image = NULL, *mnt = NULL;
+    if (asprintf(&image, "%s/%s", dir, BRIG_DATA_IMAGE) < 0
+        || asprintf(&mnt, "%s/%s", dir, BRIG_DATA_MOUNT) < 0)
+        return brig_error_set(err, ENOMEM, "data image");
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+        return brig_error_set(err, errno, "mkdir `%s`", dir);
+    if (mkdir(mnt, 0700) < 0 && errno != EEXIST)
+        return brig_error_set(err, errno, "mkdir `%s`", mnt);
+    if (is_mounted_ext4(mnt))
+        return 0;
+    cleanup_close int fd = open(image, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0) {
+        if (ftruncate(fd, size) < 0) {
+            int saved = errno;
+            unlink(image);
+            return brig_error_set(err, saved, "size `%s` to %lld bytes", image, (long long) size);
+        }
+        if (make_ext4(image, uid, gid, err) < 0) {
+            unlink(image);
+            return -1;
+        }
+    } else if (errno == EEXIST) {
+        fd = open(image, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+            return brig_error_set(err, errno, "open `%s`", image);
+    } else {
+        return brig_error_set(err, errno, "create `%s`", image);
+    }
+    char loop[64];
+    cleanup_close int loop_fd = attach_loop(fd, loop, err);
+    if (loop_fd < 0)
+        return brig_error_wrap(err, "data image `%s`", image);
+    if (mount(loop, mnt, "ext4", MS_NOSUID | MS_NODEV, "errors=remount-ro") < 0)
+        return brig_error_set(err, errno, "mount `%s` on `%s`", loop, mnt);
+    /* mkfs leaves lost+found, which a fresh workspace should not show. */
+    cleanup_free char *lf = NULL;
+    if (asprintf(&lf, "%s/lost+found", mnt) >= 0)
+        rmdir(lf);
+    return 0;
+}
+
+int brig_data_image_unmount(const char *dir, brig_error_t *err)
+{
+    cleanup_free char *mnt = NULL;
+    if (asprintf(&mnt, "%s/%s", dir, BRIG_DATA_MOUNT) < 0)
+        return brig_error_set(err, ENOMEM, "data image");
+    /* Stacked mounts (a create that ran twice) come off one by one. */
+    for (int i = 0; i < 16 && is_mounted_ext4(mnt); i++) {
+        if (umount2(mnt, UMOUNT_NOFOLLOW) < 0 && umount2(mnt, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
+            return brig_error_set(err, errno, "unmount `%s`", mnt);
+    }
+    return 0;
+}
+
+int brig_data_image_usage(const char *dir, uint64_t *used, uint64_t *size, brig_error_t *err)
+{
+    cleanup_free char *mnt = NULL;
+    if (asprintf(&mnt, "%s/%s", dir, BRIG_DATA_MOUNT) < 0)
+        return brig_error_set(err, ENOMEM, "data image");
+    if (!is_mounted_ext4(mnt))
+        return brig_error_set(err, ENOENT, "`%s` is not mounted", mnt);
+    struct statfs sf;
+    if (statfs(mnt, &sf) < 0)
+        return brig_error_set(err, errno, "statfs `%s`", mnt);
+    *size = (uint64_t) sf.f_blocks * (uint64_t) sf.f_bsize;
+    *used = (uint64_t) (sf.f_blocks - sf.f_bfree) * (uint64_t) sf.f_bsize;
+    return 0;
+}

@@ -1,0 +1,31 @@
+/* A sandbox's /mnt/data: a sparse ext4 image on a loop device, so that the
+ * quota is the file system's size (writes past it fail with ENOSPC) and its
+ * contents outlive any process in the sandbox.
+ *
+ * Layout inside `dir`: `data.img` (the image) and `data/` (where it is
+ * mounted on the host; the container binds that). The loop device is set
+ * to autoclear: unmounting the last mount frees it, so nothing lingers. */
+#ifndef BRIG_DATAIMAGE_H
+#define BRIG_DATAIMAGE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/error.h"
+
+#define BRIG_DATA_IMAGE "data.img"
+#define BRIG_DATA_MOUNT "data"
+
+/* Creates the image (unless one is already there: then it is reused with
+ * its contents) and mounts it at dir/data, its root owned by uid:gid. */
+int brig_data_image_setup(const char *dir, int64_t size, uid_t uid, gid_t gid,
+                          brig_error_t *err);
+
+/* Unmounts dir/data if mounted (which frees the loop device). A missing
+ * dir is not an error. */
+int brig_data_image_unmount(const char *dir, brig_error_t *err);
+
+/* Bytes used and total of the mounted data file system; -1 when not mounted. */
+int brig_data_image_usage(const char *dir, uint64_t *used, uint64_t *size, brig_error_t *err);
+
+#endif

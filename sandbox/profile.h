@@ -1,0 +1,79 @@
+/* The sandbox profile: turns any spec into a sandbox spec.
+ *
+ * Applying it is a pure transformation of the parsed spec (no kernel, no
+ * files): a read-only shared root, tmpfs /tmp /run and home, the per-bundle
+ * /mnt/data bind-mounted from the host, the non-root user with no
+ * capabilities, no_new_privs and the strict seccomp profile, loopback-only
+ * networking, resource defaults, brig-init as PID 1, and the jemalloc
+ * environment. The settings travel with the container (its state dir) so
+ * that `exec` applies the very same process defaults later. */
+#ifndef BRIG_PROFILE_H
+#define BRIG_PROFILE_H
+
+#include <stdint.h>
+
+#include "base/error.h"
+#include "spec/spec.h"
+
+#define BRIG_PROFILE_ANNOTATION "run.brig.profile"
+#define BRIG_PROFILE_SANDBOX "sandbox"
+
+#define BRIG_SANDBOX_ROOTFS "/var/lib/brig/rootfs"
+#define BRIG_SANDBOX_UID 1000
+#define BRIG_SANDBOX_GID 1000
+#define BRIG_SANDBOX_HOME "/home/sandbox"
+#define BRIG_SANDBOX_DATA "/mnt/data"
+#define BRIG_SANDBOX_INIT "/usr/sbin/brig-init"  /* mount point the rootfs provides */
+#define BRIG_SANDBOX_INIT_CONF "/etc/brig/init.conf"
+#define BRIG_SANDBOX_JEMALLOC "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+#define BRIG_SANDBOX_MALLOC_CONF \
+    "narenas:1,background_thread:true,lg_tcache_max:10,dirty_decay_ms:5000,muzzy_decay_ms:5000"
+#define BRIG_SANDBOX_DATA_SIZE (INT64_C(8) << 30)
+#define BRIG_SANDBOX_MEMORY (INT64_C(4) << 30)
+#define BRIG_SANDBOX_PIDS 1024
+#define BRIG_SANDBOX_CPU_PERIOD 100000
+#define BRIG_SANDBOX_CPUS_MILLI 2000             /* two CPUs' worth of time */
+
+/* Every knob of the profile. Strings are owned (free with
+ * brig_profile_settings_clear). */
+struct brig_profile_settings {
+    char *rootfs;        /* the shared tree on the host */
+    char *data_dir;      /* host dir of this bundle's data image and its mount (dataimage.h) */
+    char *init_path;     /* brig-init on the host */
+    char *init_config;   /* host file bound at /etc/brig/init.conf; NULL: the tree's */
+    char *netns;         /* NULL: a new namespace with loopback only */
+    char *malloc_conf;
+    char *seccomp_path;  /* the sandbox seccomp profile (JSON) */
+    int64_t data_size;   /* bytes */
+    int64_t memory;      /* bytes */
+    int64_t pids;
+    int64_t cpus_milli;  /* 1500 = one and a half CPUs */
+    int detached_init;   /* 1: init runs without a command (brig sandbox) */
+};
+
+/* The defaults; strings duplicated. -1 on out-of-memory. */
+int brig_profile_settings_default(struct brig_profile_settings *s, brig_error_t *err);
+void brig_profile_settings_clear(struct brig_profile_settings *s);
+
+/* Settings as "key=value\n" lines and back (the `profile` file in the
+ * state dir). Unknown keys are errors: they mean a different brig. */
+int brig_profile_settings_format(const struct brig_profile_settings *s, char **out,
+                                 brig_error_t *err);
+int brig_profile_settings_parse(const char *text, struct brig_profile_settings *s,
+                                brig_error_t *err);
+
+/* Whether the spec asks for the sandbox profile by annotation; -1 with *err
+ * for an unknown profile name. */
+int brig_profile_requested(const struct brig_spec *spec, brig_error_t *err);
+
+/* Rewrites spec into the sandbox. `seccomp` (the parsed sandbox profile) is
+ * taken over by the spec, whatever the outcome. */
+int brig_profile_apply(struct brig_spec *spec, const struct brig_profile_settings *s,
+                       struct brig_seccomp *seccomp, brig_error_t *err);
+
+/* Size with an optional K/M/G/T suffix (powers of 1024): "64M". */
+int brig_profile_parse_size(const char *text, int64_t *out);
+/* "1.5" CPUs → 1500. */
+int brig_profile_parse_cpus(const char *text, int64_t *milli);
+
+#endif
