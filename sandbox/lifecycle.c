@@ -10,20 +10,23 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
-#include "selfexe/selfexe.h"
-#include "container/container.h"
-#include "sandbox/dataimage.h"
-#include "sandbox/profile.h"
-#include "spec/spec.h"
-#include "container/state.h"
 #include "base/utils.h"
+#include "container/state.h"
+#include "sandbox/dataimage.h"
+#include "sandbox/sandbox.h"
+#include "selfexe/selfexe.h"
+#include "spec/spec.h"
 
-/* The sandbox profile's link to a container's life: settings resolved and
- * kept in the state dir at create, the data image mounted, the spec
- * rewritten; the same rewrite whenever the spec is read back (exec), and
- * the data unmounted at delete. */
+/* The sandbox's link to a container's life. Before create (the caller's
+ * side of the seam): settings resolved, the spec rewritten. Through the
+ * handler: the settings kept in the state dir and the data image mounted
+ * at create; the same rewrite whenever the spec is read back; every exec
+ * made to follow the profile; the data unmounted at delete; the settings
+ * carried across a checkpoint. */
 
 #define PROFILE_FILE "profile"
+/* In a checkpoint's image dir, beside criu's images. */
+#define BRIG_PROFILE_IMAGE_FILE "brig-profile"
 
 /* A file next to the running brig (the build tree), or NULL. */
 static char *beside_self(const char *name)
@@ -91,6 +94,25 @@ static int load_seccomp(const char *path, struct brig_seccomp **out, brig_error_
     return brig_seccomp_parse(json, len, path, out, err);
 }
 
+/* The state dir create will make: its data lives there unless told
+ * otherwise. The root may not exist yet (create makes it). */
+static int state_dir_path(const char *root, const char *id, char **out, brig_error_t *err)
+{
+    cleanup_free char *real = realpath(root, NULL);
+    cleanup_free char *cwd = NULL;
+    if (real == NULL && errno != ENOENT)
+        return brig_error_set(err, errno, "state root `%s`", root);
+    if (real == NULL && root[0] != '/' && (cwd = getcwd(NULL, 0)) == NULL)
+        return brig_error_set(err, errno, "current directory");
+    int n = real ? asprintf(out, "%s/%s", real, id)
+                 : asprintf(out, "%s%s%s/%s", cwd ? cwd : "", cwd ? "/" : "", root, id);
+    if (n < 0) {
+        *out = NULL;
+        return brig_error_set(err, ENOMEM, "sandbox profile");
+    }
+    return 0;
+}
+
 /* Everything the settings lack, filled in; the rootfs checked. */
 static int resolve_settings(const struct brig_create_options *o, struct brig_profile_settings *s,
                             brig_error_t *err)
@@ -99,14 +121,8 @@ static int resolve_settings(const struct brig_create_options *o, struct brig_pro
         return -1;
     if (s->seccomp_path == NULL && locate_seccomp(&s->seccomp_path, err) < 0)
         return -1;
-    if (s->data_dir == NULL) {
-        /* A bundle's data lives with its state and goes with it. */
-        cleanup_free char *root = realpath(o->root, NULL);
-        if (root == NULL)
-            return brig_error_set(err, errno, "state root `%s`", o->root);
-        if (asprintf(&s->data_dir, "%s/%s", root, o->id) < 0)
-            return brig_error_set(err, ENOMEM, "sandbox profile");
-    }
+    if (s->data_dir == NULL && state_dir_path(o->root, o->id, &s->data_dir, err) < 0)
+        return -1;
     struct stat st;
     if (stat(s->rootfs, &st) < 0 || !S_ISDIR(st.st_mode))
         return brig_error_set(err, stat(s->rootfs, &st) < 0 ? errno : ENOTDIR,
@@ -123,54 +139,55 @@ static int resolve_settings(const struct brig_create_options *o, struct brig_pro
     return 0;
 }
 
-/* The settings kept in the state dir (written before anything is mounted,
- * so delete knows what to undo), the data image mounted, the spec rewritten. */
-static int install(int dir_fd, const struct brig_profile_settings *s, struct brig_spec *spec,
-                   brig_error_t *err)
+/* The spec rewritten into the sandbox's, with its seccomp profile. */
+static int rewrite_spec(struct brig_spec *spec, const struct brig_profile_settings *s,
+                        brig_error_t *err)
+{
+    struct brig_seccomp *seccomp = NULL;
+    if (load_seccomp(s->seccomp_path, &seccomp, err) < 0)
+        return -1;
+    return brig_profile_apply(spec, s, seccomp, err);
+}
+
+static int copy_settings(const struct brig_profile_settings *from, struct brig_profile_settings *to,
+                         brig_error_t *err)
 {
     cleanup_free char *text = NULL;
-    struct brig_seccomp *seccomp = NULL;
-    int r = brig_profile_settings_format(s, &text, err);
-    if (r == 0)
-        r = brig_write_file_atomic_at(dir_fd, PROFILE_FILE, text, strlen(text), 0600, err);
-    if (r == 0)
-        r = load_seccomp(s->seccomp_path, &seccomp, err);
-    if (r == 0)
-        r = brig_data_image_setup(s->data_dir, s->data_size, BRIG_SANDBOX_UID, BRIG_SANDBOX_GID, err);
-    if (r == 0)
-        r = brig_profile_apply(spec, s, brig_steal_ptr(seccomp), err);
-    brig_seccomp_free_spec(seccomp);
-    return r;
-}
-
-int brig_container_profile_setup(const struct brig_create_options *o, struct brig_spec *spec,
-                                 int dir_fd, brig_error_t *err)
-{
-    int asked = brig_profile_requested(spec, err);
-    if (asked < 0)
+    *to = (struct brig_profile_settings) { 0 };
+    if (brig_profile_settings_format(from, &text, err) < 0)
         return -1;
-    if (o->profile && strcmp(o->profile, BRIG_PROFILE_SANDBOX) != 0)
-        return brig_error_set(err, 0, "--profile: unknown profile `%s` (known: sandbox)", o->profile);
-    if (!asked && o->profile == NULL && o->profile_settings == NULL)
-        return 0;
-    struct brig_profile_settings s = { 0 };
-    int r = 0;
-    if (o->profile_settings) {
-        cleanup_free char *text = NULL;
-        r = brig_profile_settings_format(o->profile_settings, &text, err);
-        if (r == 0)
-            r = brig_profile_settings_parse(text, &s, err);
-    } else {
-        r = brig_profile_settings_default(&s, err);
-    }
-    if (r == 0)
-        r = resolve_settings(o, &s, err);
-    if (r == 0)
-        r = install(dir_fd, &s, spec, err);
-    brig_profile_settings_clear(&s);
-    return r;
+    return brig_profile_settings_parse(text, to, err);
 }
 
+int brig_sandbox_prepare(struct brig_create_options *o, const char *profile,
+                         const struct brig_profile_settings *settings,
+                         struct brig_profile_settings *use, brig_error_t *err)
+{
+    *use = (struct brig_profile_settings) { 0 };
+    int asked = brig_profile_requested(o->config->spec, err);
+    if (asked < 0)
+        return brig_error_wrap(err, "%s", o->config->config_path);
+    if (profile && strcmp(profile, BRIG_PROFILE_SANDBOX) != 0)
+        return brig_error_set(err, 0, "unknown profile `%s` (known: sandbox)", profile);
+    if (!asked && profile == NULL && settings == NULL)
+        return 0;
+    int r = settings ? copy_settings(settings, use, err) : brig_profile_settings_default(use, err);
+    if (r == 0)
+        r = resolve_settings(o, use, err);
+    if (r == 0)
+        r = rewrite_spec(o->config->spec, use, err);
+    if (r < 0) {
+        brig_profile_settings_clear(use);
+        return -1;
+    }
+    o->handler = &brig_sandbox_handler;
+    o->handler_data = use;
+    return 0;
+}
+
+/* ---- the handler ---- */
+
+/* The settings kept in a dir; 0 when there are none. */
 static int read_settings(int dir_fd, const char *name, struct brig_profile_settings *s,
                          brig_error_t *err)
 {
@@ -191,76 +208,108 @@ static int read_settings(int dir_fd, const char *name, struct brig_profile_setti
     return 1;
 }
 
-int brig_container_profile_reapply(int dir_fd, struct brig_spec *spec, brig_error_t *err)
+static int write_settings(int dir_fd, const char *name, const struct brig_profile_settings *s,
+                          brig_error_t *err)
 {
-    struct brig_profile_settings s;
-    int r = read_settings(dir_fd, PROFILE_FILE, &s, err);
-    if (r <= 0)
-        return r;
-    struct brig_seccomp *seccomp = NULL;
-    r = load_seccomp(s.seccomp_path, &seccomp, err);
-    if (r == 0)
-        r = brig_profile_apply(spec, &s, seccomp, err);
-    brig_profile_settings_clear(&s);
-    return r;
+    cleanup_free char *text = NULL;
+    if (brig_profile_settings_format(s, &text, err) < 0)
+        return -1;
+    return brig_write_file_atomic_at(dir_fd, name, text, strlen(text), 0600, err);
 }
 
-int brig_container_profile_teardown(int dir_fd, brig_error_t *err)
+/* The settings are kept before anything is mounted, so delete knows what
+ * to undo; then the data image. At restore the settings are there already. */
+static int sandbox_setup(const void *data, int dir_fd, brig_error_t *err)
+{
+    struct brig_profile_settings s;
+    if (data && write_settings(dir_fd, PROFILE_FILE, data, err) < 0)
+        return -1;
+    int r = read_settings(dir_fd, PROFILE_FILE, &s, err);
+    if (r == 0)
+        return brig_error_set(err, ENOENT, "no sandbox settings in the state dir");
+    if (r > 0)
+        r = brig_data_image_setup(s.data_dir, s.data_size, BRIG_SANDBOX_UID, BRIG_SANDBOX_GID, err);
+    brig_profile_settings_clear(&s);
+    return r < 0 ? -1 : 0;
+}
+
+static int sandbox_load_spec(int dir_fd, struct brig_spec *spec, brig_error_t *err)
 {
     struct brig_profile_settings s;
     int r = read_settings(dir_fd, PROFILE_FILE, &s, err);
-    if (r <= 0)
-        return r;
-    r = s.data_dir ? brig_data_image_unmount(s.data_dir, err) : 0;
+    if (r > 0)
+        r = rewrite_spec(spec, &s, err);
     brig_profile_settings_clear(&s);
-    return r;
+    return r < 0 ? -1 : 0;
+}
+
+static int sandbox_exec_process(int dir_fd, const struct brig_spec *spec, struct brig_process *p,
+                                brig_error_t *err)
+{
+    struct brig_profile_settings s;
+    int r = read_settings(dir_fd, PROFILE_FILE, &s, err);
+    if (r == 0)
+        r = brig_error_set(err, ENOENT, "no sandbox settings in the state dir");
+    else if (r > 0 && spec->process == NULL)
+        r = brig_error_set(err, 0, "the sandbox's config has no process");
+    else if (r > 0)
+        r = brig_profile_impose_exec(p, spec->process, &s, err);
+    brig_profile_settings_clear(&s);
+    return r < 0 ? -1 : 0;
+}
+
+static int sandbox_teardown(int dir_fd, brig_error_t *err)
+{
+    struct brig_profile_settings s;
+    int r = read_settings(dir_fd, PROFILE_FILE, &s, err);
+    if (r > 0 && s.data_dir)
+        r = brig_data_image_unmount(s.data_dir, err);
+    brig_profile_settings_clear(&s);
+    return r < 0 ? -1 : 0;
 }
 
 /* The data image of a bundle run with --profile lives in the state dir,
  * which checkpoint's delete removes: a restore would find it gone and make
  * an empty one, in a dir of the state root that no container owns (and a
  * --leave-running snapshot fares the same once the container is deleted). */
-static bool data_in_state_dir(const struct brig_profile_settings *s, const char *root,
-                              const char *id)
-{
-    cleanup_free char *real = realpath(root, NULL);
-    cleanup_free char *state = NULL;
-    if (real == NULL || asprintf(&state, "%s/%s", real, id) < 0)
-        return false;
-    return s->data_dir && strcmp(s->data_dir, state) == 0;
-}
-
-int brig_container_profile_export(int dir_fd, const char *root, const char *id, int image_fd,
-                                  brig_error_t *err)
+static int sandbox_checkpoint(int dir_fd, const char *state_dir, int image_fd, brig_error_t *err)
 {
     struct brig_profile_settings s;
     int r = read_settings(dir_fd, PROFILE_FILE, &s, err);
-    if (r <= 0)
-        return r;
-    cleanup_free char *text = NULL;
-    if (data_in_state_dir(&s, root, id))
+    if (r > 0 && s.data_dir && strcmp(s.data_dir, state_dir) == 0)
         r = brig_error_set(err, 0,
                            "its /mnt/data lives in its state dir and would not outlive it "
                            "(checkpoint a `brig sandbox`, whose data has a dir of its own)");
-    else
-        r = brig_profile_settings_format(&s, &text, err);
-    if (r == 0)
-        r = brig_write_file_atomic_at(image_fd, BRIG_PROFILE_IMAGE_FILE, text, strlen(text), 0600,
-                                      err);
+    if (r > 0)
+        r = write_settings(image_fd, BRIG_PROFILE_IMAGE_FILE, &s, err);
     brig_profile_settings_clear(&s);
-    return r;
+    return r < 0 ? -1 : 0;
 }
 
-int brig_container_profile_import(int image_fd, int dir_fd, struct brig_spec *spec,
-                                  brig_error_t *err)
+static int sandbox_restore(int image_fd, int dir_fd, struct brig_spec *spec, brig_error_t *err)
 {
     struct brig_profile_settings s;
     int r = read_settings(image_fd, BRIG_PROFILE_IMAGE_FILE, &s, err);
     if (r < 0)
         return brig_error_wrap(err, "%s", BRIG_PROFILE_IMAGE_FILE);
     if (r == 0)
-        return 0;
-    r = install(dir_fd, &s, spec, err);
+        r = brig_error_set(err, ENOENT, "the images have no %s", BRIG_PROFILE_IMAGE_FILE);
+    else
+        r = write_settings(dir_fd, PROFILE_FILE, &s, err);
+    if (r == 0)
+        r = rewrite_spec(spec, &s, err);
     brig_profile_settings_clear(&s);
-    return r < 0 ? -1 : 1;
+    return r < 0 ? -1 : 0;
 }
+
+const struct brig_handler brig_sandbox_handler = {
+    .name = "sandbox",
+    .setup = sandbox_setup,
+    .load_spec = sandbox_load_spec,
+    .exec_process = sandbox_exec_process,
+    .teardown = sandbox_teardown,
+    .checkpoint = sandbox_checkpoint,
+    .restore = sandbox_restore,
+};
+
+const struct brig_handler *const brig_sandbox_handlers[] = { &brig_sandbox_handler, NULL };

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "base/cleanup.h"
-#include "spec/spec_json.h"
+#include "base/utils.h"
 
 /* ---- settings ---- */
 
@@ -255,7 +255,9 @@ static bool env_has(const struct brig_strv *env, const char *name)
     return false;
 }
 
-static int apply_process(struct brig_process *p, const struct brig_profile_settings *s)
+/* The sandbox's identity, whatever the process said: its user and group
+ * alone, no capability in any set, no_new_privs. */
+static int impose_identity(struct brig_process *p)
 {
     p->user.uid = BRIG_SANDBOX_UID;
     p->user.gid = BRIG_SANDBOX_GID;
@@ -265,8 +267,6 @@ static int apply_process(struct brig_process *p, const struct brig_profile_setti
     free(p->user.username);
     p->user.username = NULL;
     p->no_new_privileges = true;
-    if (replace_str(&p->cwd, BRIG_SANDBOX_DATA) < 0)
-        return -1;
     /* Every set empty: nothing to raise, nothing left in the bounding set. */
     struct brig_capabilities *none = calloc(1, sizeof *none);
     if (none == NULL)
@@ -280,15 +280,29 @@ static int apply_process(struct brig_process *p, const struct brig_profile_setti
         free(p->capabilities);
     }
     p->capabilities = none;
-    if (!env_has(&p->env, "PATH")
-        && env_set(&p->env, "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin") < 0)
+    return 0;
+}
+
+#define SANDBOX_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+/* The same two lines for init, its services and every exec: a process
+ * anywhere in the sandbox allocates through the same jemalloc setup. */
+static int wire_allocator(struct brig_strv *env, const struct brig_profile_settings *s)
+{
+    if (env_set(env, "LD_PRELOAD", BRIG_SANDBOX_JEMALLOC) < 0
+        || env_set(env, "MALLOC_CONF", s->malloc_conf) < 0)
         return -1;
-    /* The same two lines for init, its services and every exec: a process
-     * anywhere in the sandbox allocates through the same jemalloc setup. */
-    if (env_set(&p->env, "HOME", BRIG_SANDBOX_HOME) < 0
-        || env_set(&p->env, "USER", "sandbox") < 0
-        || env_set(&p->env, "LD_PRELOAD", BRIG_SANDBOX_JEMALLOC) < 0
-        || env_set(&p->env, "MALLOC_CONF", s->malloc_conf) < 0)
+    return 0;
+}
+
+static int apply_process(struct brig_process *p, const struct brig_profile_settings *s)
+{
+    if (impose_identity(p) < 0 || replace_str(&p->cwd, BRIG_SANDBOX_DATA) < 0)
+        return -1;
+    if (!env_has(&p->env, "PATH") && env_set(&p->env, "PATH", SANDBOX_PATH) < 0)
+        return -1;
+    if (env_set(&p->env, "HOME", BRIG_SANDBOX_HOME) < 0 || env_set(&p->env, "USER", "sandbox") < 0
+        || wire_allocator(&p->env, s) < 0)
         return -1;
     /* brig-init in front: PID 1 reaps and supervises; with a command it
      * exits with it, without one it stays up (brig sandbox). */
@@ -439,19 +453,11 @@ static int apply_resources(struct brig_linux *l, const struct brig_profile_setti
 
 static int apply_paths(struct brig_linux *l)
 {
-    static const char *const masked[] = {
-        "/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
-        "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/sys/firmware",
-        "/proc/scsi", "/sys/devices/virtual/powercap", NULL,
-    };
-    static const char *const readonly[] = {
-        "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", NULL,
-    };
-    for (size_t i = 0; masked[i]; i++)
-        if (strv_add_unique(&l->masked_paths, masked[i]) < 0)
+    for (size_t i = 0; brig_default_masked_paths[i]; i++)
+        if (strv_add_unique(&l->masked_paths, brig_default_masked_paths[i]) < 0)
             return -1;
-    for (size_t i = 0; readonly[i]; i++)
-        if (strv_add_unique(&l->readonly_paths, readonly[i]) < 0)
+    for (size_t i = 0; brig_default_readonly_paths[i]; i++)
+        if (strv_add_unique(&l->readonly_paths, brig_default_readonly_paths[i]) < 0)
             return -1;
     return 0;
 }
@@ -477,4 +483,34 @@ int brig_profile_apply(struct brig_spec *spec, const struct brig_profile_setting
         || apply_resources(spec->linux_, s) < 0 || apply_paths(spec->linux_) < 0)
         return brig_error_set(err, ENOMEM, "sandbox profile");
     return 0;
+}
+
+/* ---- every exec ---- */
+
+int brig_profile_impose_exec(struct brig_process *p, const struct brig_process *init,
+                             const struct brig_profile_settings *s, brig_error_t *err)
+{
+    for (size_t i = 0; i < p->n_rlimits; i++)
+        free(p->rlimits[i].type);
+    free(p->rlimits);
+    p->rlimits = NULL;
+    p->n_rlimits = 0;
+    p->has_oom_score_adj = init->has_oom_score_adj;
+    p->oom_score_adj = init->oom_score_adj;
+    bool oom = false;
+    if (impose_identity(p) < 0
+        || brig_rlimits_copy(&p->rlimits, &p->n_rlimits, init->rlimits, init->n_rlimits) < 0
+        || replace_str(&p->apparmor_profile, init->apparmor_profile) < 0
+        || replace_str(&p->selinux_label, init->selinux_label) < 0)
+        oom = true;
+    /* What the caller set of the environment stays, but the allocator's
+     * wiring; the sandbox's PATH, HOME and USER where it set none. */
+    if (!oom && ((!p->cwd || !*p->cwd) && replace_str(&p->cwd, BRIG_SANDBOX_DATA) < 0))
+        oom = true;
+    if (!oom && ((!env_has(&p->env, "PATH") && env_set(&p->env, "PATH", SANDBOX_PATH) < 0)
+                 || (!env_has(&p->env, "HOME") && env_set(&p->env, "HOME", BRIG_SANDBOX_HOME) < 0)
+                 || (!env_has(&p->env, "USER") && env_set(&p->env, "USER", "sandbox") < 0)
+                 || wire_allocator(&p->env, s) < 0))
+        oom = true;
+    return oom ? brig_error_set(err, ENOMEM, "sandbox profile") : 0;
 }

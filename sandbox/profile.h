@@ -71,6 +71,14 @@ int brig_profile_requested(const struct brig_spec *spec, brig_error_t *err);
 int brig_profile_apply(struct brig_spec *spec, const struct brig_profile_settings *s,
                        struct brig_seccomp *seccomp, brig_error_t *err);
 
+/* A process that enters a running sandbox (exec, whoever asks): the
+ * sandbox's user, no capabilities, no_new_privs, the init's rlimits and
+ * LSM labels, the allocator's environment; its args, cwd, terminal and
+ * the rest of its environment stay the caller's. `init` is the sandbox
+ * spec's process (after brig_profile_apply). */
+int brig_profile_impose_exec(struct brig_process *p, const struct brig_process *init,
+                             const struct brig_profile_settings *s, brig_error_t *err);
+
 /* Size with an optional K/M/G/T suffix (powers of 1024): "64M". */
 int brig_profile_parse_size(const char *text, int64_t *out);
 /* "1.5" CPUs → 1500. */

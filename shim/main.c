@@ -27,6 +27,7 @@
 
 #include <linux/magic.h>
 
+#include "sandbox/sandbox.h"
 #include "base/cleanup.h"
 #include "selfexe/selfexe.h"
 #include "container/container.h"
@@ -465,6 +466,8 @@ out:
 int main(int argc, char **argv)
 {
     struct flags f = { 0 };
+    /* A brig-sandbox container's exec and delete find its handler by name. */
+    brig_handlers_register(brig_sandbox_handlers);
     if (parse_flags(argc, argv, &f) < 0)
         return 1;
     if (f.version) {

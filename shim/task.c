@@ -21,6 +21,7 @@
 #include "container/container.h"
 #include "spec/spec.h"
 #include "container/state.h"
+#include "sandbox/sandbox.h"
 
 struct waiter {
     struct waiter *next;
@@ -311,12 +312,22 @@ static int do_create(void *arg, brig_error_t *err)
         .root = s->t->root,
         .id = s->c->id,
         .bundle = s->c->bundle,
-        .profile = s->c->profile,
         .terminal = s->p->terminal,
         .no_cgroup = s->t->no_cgroup,
         .pty_master = s->p->terminal ? &s->master : NULL,
     };
-    return brig_container_create(&copts, &s->p->pid, err);
+    struct brig_bundle b;
+    struct brig_profile_settings use = { 0 };
+    int r = brig_bundle_load(s->c->bundle, &b, err);
+    copts.config = &b;
+    /* The runtime options' profile, or the bundle's annotation. */
+    if (r == 0)
+        r = brig_sandbox_prepare(&copts, s->c->profile, NULL, &use, err);
+    if (r == 0)
+        r = brig_container_create(&copts, &s->p->pid, err);
+    brig_bundle_clear(&b);
+    brig_profile_settings_clear(&use);
+    return r;
 }
 
 static int do_exec(void *arg, brig_error_t *err)

@@ -10,6 +10,7 @@
 
 #include "brig.h"
 #include "cli.h"
+#include "sandbox/sandbox.h"
 #include "selfexe/selfexe.h"
 #include "container/state.h"
 
@@ -93,6 +94,9 @@ int main(int argc, char **argv)
         { 0 },
     };
     brig_command_name = "brig";
+    /* The kinds of container brig makes beyond plain ones: later commands
+     * (exec, delete, checkpoint) find a sandbox's handler by its name. */
+    brig_handlers_register(brig_sandbox_handlers);
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, "+vh", opts, NULL)) != -1) {

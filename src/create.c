@@ -24,9 +24,12 @@ int brig_cmd_create(int argc, char **argv)
         return done;
     if (extra.detach || extra.keep || extra.no_subreaper || o.terminal)
         return brig_fail_msg("create: --detach, --keep, --no-subreaper and --tty are options of run");
+    struct create_bundle cb;
+    int r = create_prepare(&o, &extra, &cb);
     brig_error_t err = NULL;
     pid_t pid;
-    if (brig_container_create(&o, &pid, &err) < 0)
-        return brig_fail(&err);
-    return 0;
+    if (r == 0 && brig_container_create(&o, &pid, &err) < 0)
+        r = brig_fail(&err);
+    create_bundle_clear(&cb);
+    return r;
 }

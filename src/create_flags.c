@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "container/state.h"
+#include "sandbox/sandbox.h"
 
 static const struct option create_flag_options[] = {
     { "bundle", required_argument, NULL, 'b' },
@@ -56,7 +57,7 @@ static int create_flag_apply(int c, struct brig_create_options *o, struct create
         o->terminal = true;
         return 0;
     case CREATE_OPT_PROFILE:
-        o->profile = optarg;
+        extra->profile = optarg;
         return 0;
     default:
         return -1;
@@ -93,4 +94,32 @@ int create_flags_parse(int argc, char **argv, const char *shortopts, const char 
     o->console_socket = extra->console_socket;
     o->listen_fds = listen_fds_from_env();
     return -1;
+}
+
+int create_prepare(struct brig_create_options *o, const struct create_flags *extra,
+                   struct create_bundle *cb)
+{
+    brig_error_t err = NULL;
+    *cb = (struct create_bundle) { 0 };
+    if (brig_bundle_load(o->bundle, &cb->bundle, &err) < 0)
+        return brig_fail(&err);
+    o->config = &cb->bundle;
+    const struct brig_process *p = cb->bundle.spec->process;
+    bool terminal = p && (p->terminal || o->terminal);
+    /* The flags' part of what create checks, said in the flags' words. */
+    if (p && terminal && !o->console_socket && !o->pty_master)
+        return brig_fail_msg("%s: process.terminal is true: give --console-socket to receive it",
+                             cb->bundle.config_path);
+    if (p && !terminal && o->console_socket)
+        return brig_fail_msg("--console-socket needs process.terminal to be true in %s",
+                             cb->bundle.config_path);
+    if (brig_sandbox_prepare(o, extra->profile, NULL, &cb->sandbox, &err) < 0)
+        return brig_fail(&err);
+    return 0;
+}
+
+void create_bundle_clear(struct create_bundle *cb)
+{
+    brig_bundle_clear(&cb->bundle);
+    brig_profile_settings_clear(&cb->sandbox);
 }

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 
 #include "container/container.h"
+#include "sandbox/profile.h"
 
 #define CREATE_FLAGS_HELP                                                              \
     "  -b, --bundle DIR         the bundle (default: the current directory)\n"         \
@@ -23,6 +24,14 @@ struct create_flags {
     bool keep;
     bool no_subreaper;
     const char *console_socket;
+    const char *profile;       /* --profile */
+};
+
+/* The bundle a create works on, and the sandbox's settings when the
+ * profile applies: both must outlive the create. */
+struct create_bundle {
+    struct brig_bundle bundle;
+    struct brig_profile_settings sandbox;
 };
 
 enum {
@@ -41,5 +50,13 @@ enum {
  * exit status (0 after --help, 1 after a reported error). */
 int create_flags_parse(int argc, char **argv, const char *shortopts, const char *usage,
                        struct brig_create_options *o, struct create_flags *extra);
+
+/* Loads the bundle into cb, checks what the flags say of its terminal,
+ * and applies the sandbox profile when --profile or the annotation asks.
+ * Returns 0 to go on, else the exit status (the error reported); cb is
+ * the caller's to clear either way. */
+int create_prepare(struct brig_create_options *o, const struct create_flags *extra,
+                   struct create_bundle *cb);
+void create_bundle_clear(struct create_bundle *cb);
 
 #endif

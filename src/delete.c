@@ -1,3 +1,4 @@
+#include <errno.h>
 #include "brig.h"
 #include "cli.h"
 #include "container/container.h"
@@ -28,8 +29,12 @@ int brig_cmd_delete(int argc, char **argv)
     if (brig_expect_args(argc, argv, 1, "container id") != 0)
         return 1;
     brig_error_t err = NULL, warning = NULL;
-    if (brig_container_delete(brig_globals.root, argv[optind], force, &warning, &err) < 0)
+    if (brig_container_delete(brig_globals.root, argv[optind], force, &warning, &err) < 0) {
+        /* A live container: the flag that would have deleted it. */
+        if (err->errnum == EBUSY)
+            return brig_fail_msg("%s (use --force)", err->msg);
         return brig_fail(&err);
+    }
     brig_warn(&warning);
     return 0;
 }

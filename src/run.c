@@ -56,10 +56,16 @@ int brig_cmd_run(int argc, char **argv)
     if (!extra.detach && !extra.no_subreaper)
         prctl(PR_SET_CHILD_SUBREAPER, 1);
 
+    struct create_bundle cb;
     brig_error_t err = NULL, warning = NULL;
     pid_t init;
-    bool created;
-    if (brig_container_create_started(&o, &init, &created, &warning, &err) < 0) {
+    bool created = false;
+    int prepared = create_prepare(&o, &extra, &cb);
+    int made = prepared == 0 ? brig_container_create_started(&o, &init, &created, &warning, &err) : -1;
+    create_bundle_clear(&cb);
+    if (prepared != 0)
+        return prepared;
+    if (made < 0) {
         /* A container that was created but failed to start goes too. */
         brig_error_t ignored = NULL;
         if (created)

@@ -14,7 +14,7 @@
 #include "container/container.h"
 #include "sandbox/dataimage.h"
 #include "sandbox/profile.h"
-#include "sandbox.h"
+#include "sandbox_cmd.h"
 #include "spec/spec.h"
 #include "base/utils.h"
 

@@ -14,7 +14,7 @@
 #include "sandbox/dataimage.h"
 #include "base/path.h"
 #include "sandbox/profile.h"
-#include "sandbox.h"
+#include "sandbox_cmd.h"
 
 static const char cp_usage[] =
     "Usage: brig sandbox cp FILE ID:PATH\n"

@@ -13,7 +13,8 @@
 #include "cli.h"
 #include "container/container.h"
 #include "sandbox/profile.h"
-#include "sandbox.h"
+#include "sandbox/sandbox.h"
+#include "sandbox_cmd.h"
 #include "spec/spec.h"
 #include "base/utils.h"
 
@@ -134,12 +135,22 @@ static int start_sandbox(const char *id, const char *bundle, const struct brig_p
 {
     struct brig_create_options o = {
         .root = brig_globals.root, .id = id, .bundle = bundle,
-        .no_cgroup = brig_globals.no_cgroup, .profile_settings = s,
+        .no_cgroup = brig_globals.no_cgroup,
     };
     brig_error_t err = NULL, warning = NULL;
+    struct brig_bundle b;
+    struct brig_profile_settings use = { 0 };
     pid_t pid;
     bool created;
-    if (brig_container_create_started(&o, &pid, &created, &warning, &err) < 0) {
+    int r = brig_bundle_load(bundle, &b, &err);
+    o.config = &b;
+    if (r == 0)
+        r = brig_sandbox_prepare(&o, BRIG_PROFILE_SANDBOX, s, &use, &err);
+    if (r == 0)
+        r = brig_container_create_started(&o, &pid, &created, &warning, &err);
+    brig_bundle_clear(&b);
+    brig_profile_settings_clear(&use);
+    if (r < 0) {
         brig_error_release(&warning);
         return brig_fail(&err);
     }
@@ -198,7 +209,8 @@ static const char exec_usage[] =
     "                          (5s, 500ms, 2m)\n"
     "      --cwd DIR           working directory (default /mnt/data)\n"
     "  -e, --env NAME=VALUE    set an environment variable (repeatable)\n"
-    "  -u, --user UID[:GID]    run as this user (default 1000:1000)\n"
+    "  -u, --user UID[:GID]    only 1000:1000, the sandbox's user, which every\n"
+    "                          process in a sandbox runs as\n"
     "  -t, --tty               give the command a terminal\n"
     "  -h, --help              print this help\n";
 
@@ -225,7 +237,12 @@ int sandbox_cmd_exec(int argc, char **argv)
         case OPT_TIMEOUT: args[n++] = (char *) "--timeout"; args[n++] = optarg; break;
         case OPT_CWD: args[n++] = (char *) "--cwd"; args[n++] = optarg; break;
         case 'e': args[n++] = (char *) "--env"; args[n++] = optarg; break;
-        case 'u': args[n++] = (char *) "--user"; args[n++] = optarg; break;
+        case 'u':
+            /* Every process in a sandbox runs as its user, whoever asks. */
+            if (strcmp(optarg, "1000") != 0 && strcmp(optarg, "1000:1000") != 0)
+                return brig_fail_msg("sandbox exec: --user `%s`: a sandbox runs every process as "
+                                     "its user sandbox (1000:1000)", optarg);
+            break;
         case 't': args[n++] = (char *) "--tty"; break;
         case 'h': return brig_usage(exec_usage);
         default: return brig_bad_option(argv);

@@ -8,7 +8,7 @@
 #include "container/checkpoint.h"
 #include "base/cleanup.h"
 #include "cli.h"
-#include "sandbox.h"
+#include "sandbox_cmd.h"
 
 /* `brig sandbox checkpoint` and `restore`: brig checkpoint and restore with
  * what the sandbox already knows (its bundle, and an image dir beside its

@@ -18,6 +18,8 @@
 
 #include "cgroup/cgroup.h"
 #include "base/cleanup.h"
+#include "container/handler.h"
+#include "container/provision.h"
 #include "process/hooks.h"
 #include "rootfs/mounts.h"
 #include "process/process.h"
@@ -82,346 +84,6 @@ static int signal_pid_namespace(pid_t init, int sig, brig_error_t *err)
     return 0;
 }
 
-/* ---- create ---- */
-
-struct create_ctx {
-    struct brig_state *state;
-    const struct brig_spec *spec;
-    const struct brig_cgroup *cgroup;
-    struct brig_devices_program devices; /* attached after the clone */
-};
-
-/* The verifier's half millisecond runs while the init sets up its mounts:
- * the init asks for the runtime hooks (and so waits for us) before any
- * hook or process of the container runs, and this is done by then. Until
- * then only brig's own set-up runs in the cgroup. */
-static int attach_devices(void *opaque, brig_error_t *err)
-{
-    struct create_ctx *ctx = opaque;
-    if (ctx->devices.insns == NULL)
-        return 0;
-    return brig_cgroup_devices_attach(ctx->cgroup, &ctx->devices, err);
-}
-
-static int run_runtime_hooks(void *opaque, pid_t init_pid, char **state_json, brig_error_t *err)
-{
-    struct create_ctx *ctx = opaque;
-    ctx->state->pid = init_pid;
-    /* The environment is set up (lifecycle step 2) when these hooks run, so
-     * their state says `created`, as the runtime-spec's status list has it
-     * and crun does (runc says `creating`). createContainer gets the same. */
-    if (brig_state_to_json(ctx->state, BRIG_STATUS_CREATED, false, state_json, err) < 0)
-        return -1;
-    if (brig_hooks_run(&ctx->spec->hooks.prestart, "prestart", *state_json, err) < 0)
-        return -1;
-    return brig_hooks_run(&ctx->spec->hooks.create_runtime, "createRuntime", *state_json, err);
-}
-
-/* A seccomp notify fd, for linux.seccomp.listenerPath, with the state. */
-static int hand_to_listener(void *opaque, pid_t init_pid, int notify_fd, brig_error_t *err)
-{
-    struct create_ctx *ctx = opaque;
-    const struct brig_seccomp *s = ctx->spec->linux_->seccomp;
-    cleanup_free char *json = NULL;
-    ctx->state->pid = init_pid;
-    if (brig_state_to_json(ctx->state, BRIG_STATUS_CREATING, false, &json, err) < 0)
-        return -1;
-    return brig_seccomp_send_to_listener(s->listener_path, s->listener_metadata, notify_fd,
-                                         init_pid, json, err);
-}
-
-static int resolve_paths(const struct brig_create_options *o, const struct brig_spec *spec,
-                         char **bundle, char **rootfs, brig_error_t *err)
-{
-    const char *b = o->bundle ? o->bundle : ".";
-    if ((*bundle = realpath(b, NULL)) == NULL)
-        return brig_error_set(err, errno, "bundle `%s`", b);
-    cleanup_free char *joined = NULL;
-    const char *r = spec->root->path;
-    if (r[0] != '/') {
-        if (asprintf(&joined, "%s/%s", *bundle, r) < 0)
-            return brig_error_set(err, ENOMEM, "rootfs");
-        r = joined;
-    }
-    if ((*rootfs = realpath(r, NULL)) == NULL)
-        return brig_error_set(err, errno, "rootfs `%s`", r);
-    struct stat st;
-    if (stat(*rootfs, &st) < 0 || !S_ISDIR(st.st_mode))
-        return brig_error_set(err, ENOTDIR, "rootfs `%s`", r);
-    return 0;
-}
-
-static int copy_annotations(const struct brig_kv_list *from, struct brig_kv_list *to)
-{
-    if (from->n == 0)
-        return 0;
-    to->items = calloc(from->n, sizeof *to->items);
-    if (to->items == NULL)
-        return -1;
-    for (size_t i = 0; i < from->n; i++, to->n++) {
-        to->items[i].key = strdup(from->items[i].key);
-        to->items[i].value = strdup(from->items[i].value);
-        if (!to->items[i].key || !to->items[i].value) {
-            to->n++;
-            return -1;
-        }
-    }
-    return 0;
-}
-
-int brig_container_new_state(const struct brig_create_options *o, const struct brig_spec *spec,
-                     struct brig_state **out, brig_error_t *err)
-{
-    struct brig_state *st = calloc(1, sizeof *st);
-    if (st == NULL)
-        return brig_error_set(err, ENOMEM, "state");
-    *out = st;
-    st->id = strdup(o->id);
-    st->created = brig_timestamp_now();
-    st->owner = strdup("");
-    st->cgroup_path = strdup("");
-    const struct brig_namespace *pid_ns = brig_spec_namespace(spec, BRIG_NS_PID);
-    st->own_pid_ns = pid_ns != NULL && pid_ns->path == NULL;
-    st->post_hooks = (int) (spec->hooks.poststart.n + spec->hooks.poststop.n);
-    if (!st->id || !st->created || !st->owner || !st->cgroup_path || copy_annotations(&spec->annotations, &st->annotations) < 0)
-        return brig_error_set(err, ENOMEM, "state");
-    return resolve_paths(o, spec, &st->bundle, &st->rootfs, err);
-}
-
-
-char *brig_container_own_cgroup(void)
-{
-    cleanup_free char *text = NULL;
-    brig_error_t ignored = NULL;
-    if (brig_read_file("/proc/self/cgroup", &text, NULL, &ignored) < 0) {
-        brig_error_release(&ignored);
-        return strdup("/");
-    }
-    for (char *line = text; line && *line;) {
-        char *nl = strchr(line, '\n');
-        if (nl)
-            *nl = '\0';
-        if (strncmp(line, "0::", 3) == 0)
-            return strdup(line + 3);
-        line = nl ? nl + 1 : NULL;
-    }
-    return strdup("/");
-}
-
-/* A create or restore that failed: whatever reached the cgroup is killed
- * and the cgroup removed, best effort. */
-void brig_container_undo_cgroup(struct brig_cgroup *cg)
-{
-    if (cg->path == NULL)
-        return;
-    brig_error_t ignored = NULL;
-    if (cg->dir_fd >= 0)
-        brig_cgroup_kill_all(cg, &ignored);
-    brig_error_release(&ignored);
-    brig_cgroup_destroy(cg->path, &ignored);
-    brig_error_release(&ignored);
-}
-
-int brig_container_setup_cgroup(const struct brig_create_options *o, const struct brig_spec *spec,
-                                struct brig_cgroup *cg, struct brig_devices_program *deferred,
-                                brig_error_t *err)
-{
-    const struct brig_linux *l = spec->linux_;
-    cleanup_free char *mine = brig_container_own_cgroup();
-    cleanup_free char *relative = NULL;
-    if (mine == NULL)
-        return brig_error_set(err, ENOMEM, "cgroup");
-    if (brig_cgroup_path_resolve(l ? l->cgroups_path : NULL, o->id, mine, &relative, err) < 0)
-        return -1;
-    /* The devices the spec creates are allowed to the container, on top of
-     * the rules in linux.resources.devices (what users of runc expect). */
-    struct brig_resources res = { 0 };
-    if (l && l->resources)
-        res = *l->resources;
-    size_t n_extra = l ? l->n_devices : 0;
-    cleanup_free struct brig_device_rule *rules = calloc(res.n_devices + n_extra + 1, sizeof *rules);
-    if (rules == NULL)
-        return brig_error_set(err, ENOMEM, "cgroup");
-    if (res.n_devices)
-        memcpy(rules, res.devices, res.n_devices * sizeof *rules);
-    size_t n = res.n_devices;
-    for (size_t i = 0; i < n_extra; i++) {
-        const struct brig_device *d = &l->devices[i];
-        if (d->type[0] == 'p')
-            continue; /* a fifo is no device the cgroup guards */
-        /* "u" (unbuffered) is a character device to the kernel. */
-        rules[n++] = (struct brig_device_rule) {
-            .allow = true, .type = (char *) (d->type[0] == 'b' ? "b" : "c"), .has_major = true,
-            .major = d->major, .has_minor = true, .minor = d->minor, .access = (char *) "rwm",
-        };
-    }
-    res.devices = rules;
-    res.n_devices = n;
-    if (deferred == NULL)
-        return brig_cgroup_create(relative, &res, cg, err);
-    /* Compiled (so checked) now, attached by the caller later. */
-    if (brig_cgroup_devices_compile(&res, deferred, err) < 0)
-        return -1;
-    return brig_cgroup_create_without_devices(relative, &res, cg, err);
-}
-
-static int create_in_dir(const struct brig_create_options *o, const struct brig_spec *spec,
-                         const char *config_path, const char *config_text, size_t config_len,
-                         int dir_fd, pid_t *init_pid, struct brig_state **keep, brig_error_t *err)
-{
-    struct brig_state *st = NULL;
-    int r = brig_container_new_state(o, spec, &st, err);
-    /* Writable by all (the dir is 0700, so only through the fd the init
-     * holds): the init may have switched to an unprivileged or user-namespaced
-     * uid by the time it opens it. fchmod because umask trims mkfifo's mode. */
-    if (r == 0 && (mkfifoat(dir_fd, BRIG_EXEC_FIFO, 0622) < 0
-                   || fchmodat(dir_fd, BRIG_EXEC_FIFO, 0622, 0) < 0))
-        r = brig_error_set(err, errno, "create exec fifo");
-    /* post* hooks and exec need the spec: keep it as it was created (the
-     * very bytes parsed), rather than trusting the bundle to stay unchanged.
-     * Written in place: the dir is new, and ours under its lock until
-     * state.json appears. */
-    if (r == 0)
-        r = brig_write_file_new_at(dir_fd, BRIG_SAVED_CONFIG, config_text, config_len, 0600, err);
-    if (r == 0 && brig_mounts_check_destinations(spec, st->rootfs, err) < 0)
-        r = brig_error_wrap(err, "%s", config_path);
-    struct brig_cgroup cg = { NULL, -1 };
-    struct create_ctx ctx = { st, spec, &cg, { NULL, 0 } };
-    if (r == 0 && !o->no_cgroup && brig_container_setup_cgroup(o, spec, &cg, &ctx.devices, err) < 0)
-        r = -1;
-    if (r == 0 && cg.path) {
-        free(st->cgroup_path);
-        if ((st->cgroup_path = strdup(cg.path)) == NULL)
-            r = brig_error_set(err, ENOMEM, "cgroup");
-    }
-    /* Recorded before the init exists: if this runtime dies half-way,
-     * `delete` still finds the cgroup (and with it any process) to remove. */
-    if (r == 0)
-        r = brig_state_write(dir_fd, st, err);
-    struct brig_seccomp_filter *filter = NULL;
-    const struct brig_seccomp *seccomp = spec->linux_ ? spec->linux_->seccomp : NULL;
-    if (r == 0 && seccomp && brig_seccomp_compile(seccomp, &filter, err) < 0)
-        r = brig_error_wrap(err, "%s", config_path);
-    struct brig_init_config ic = {
-        .spec = spec,
-        .id = o->id,
-        .bundle = st ? st->bundle : NULL,
-        .rootfs = st ? st->rootfs : NULL,
-        .state_dir_fd = dir_fd,
-        .no_pivot = o->no_pivot,
-        .no_new_keyring = o->no_new_keyring,
-        .preserve_fds = o->preserve_fds,
-        .listen_fds = o->listen_fds,
-        .cgroup_fd = cg.dir_fd,
-        .seccomp = filter,
-        .after_clone = attach_devices,
-        .runtime_hooks = run_runtime_hooks,
-        .seccomp_listener = hand_to_listener,
-        .ctx = &ctx,
-    };
-    int master = -1;
-    if (r == 0)
-        r = brig_process_spawn_init(&ic, init_pid, &master, err);
-    if (r == 0 && master >= 0) {
-        if (o->console_socket)
-            r = brig_terminal_send_to_socket(o->console_socket, master, err);
-        if (r == 0 && o->pty_master)
-            *o->pty_master = brig_steal_fd(master);
-        if (master >= 0)
-            close(master);
-        if (r < 0)
-            kill(*init_pid, SIGKILL);
-    }
-    if (r == 0) {
-        st->pid = *init_pid;
-        r = brig_process_start_time(st->pid, &st->pid_start_time, err);
-        if (r == 0)
-            r = brig_state_write(dir_fd, st, err);
-        if (r == 0 && o->pid_file)
-            r = brig_write_pid_file(o->pid_file, st->pid, err);
-        if (r < 0)
-            kill(st->pid, SIGKILL);
-    }
-    if (r < 0)
-        brig_container_undo_cgroup(&cg);
-    brig_seccomp_free(filter);
-    free(ctx.devices.insns);
-    brig_cgroup_close(&cg);
-    if (r == 0 && keep)
-        *keep = brig_steal_ptr(st);
-    brig_state_free(st);
-    return r;
-}
-
-static int start_opened(int dir_fd, const struct brig_state *st, brig_error_t *warning,
-                        brig_error_t *err);
-
-/* With `warning` (run), the new container is started too, while its state
- * dir is still open and locked and its state in memory. */
-static int create(const struct brig_create_options *o, pid_t *init_pid, bool *created,
-                  brig_error_t *warning, brig_error_t *err)
-{
-    cleanup_free char *config_path = NULL;
-    if (asprintf(&config_path, "%s/config.json", o->bundle ? o->bundle : ".") < 0)
-        return brig_error_set(err, ENOMEM, "create");
-    struct brig_spec *spec = NULL;
-    cleanup_free char *config_text = NULL;
-    size_t config_len = 0;
-    if (brig_spec_load_text(config_path, &spec, &config_text, &config_len, err) < 0)
-        return -1;
-    struct brig_state *st = NULL;
-    int r = 0;
-    if (spec->process && o->terminal)
-        spec->process->terminal = true;
-    if (spec->process == NULL)
-        r = brig_error_set(err, 0, "%s: missing process", config_path);
-    else if (spec->process->terminal && !o->console_socket && !o->pty_master)
-        r = brig_error_set(err, 0, "%s: process.terminal is true: give --console-socket to receive it",
-                           config_path);
-    else if (brig_sysctl_validate(spec, err) < 0)
-        r = brig_error_wrap(err, "%s", config_path);
-    else if (!spec->process->terminal && o->console_socket)
-        r = brig_error_set(err, 0, "--console-socket needs process.terminal to be true in %s",
-                           config_path);
-    cleanup_close int root_fd = r < 0 ? -1 : brig_state_root_open(o->root, true, err);
-    if (r == 0 && root_fd < 0)
-        r = -1;
-    if (r == 0) {
-        cleanup_close int dir_fd = brig_state_dir_create(root_fd, o->id, err);
-        if (dir_fd < 0) {
-            r = -1;
-        } else if (brig_container_profile_setup(o, spec, dir_fd, err) < 0
-                   || create_in_dir(o, spec, config_path, config_text, config_len, dir_fd,
-                                    init_pid, warning ? &st : NULL, err) < 0) {
-            brig_error_t ignored = NULL;
-            brig_container_profile_teardown(dir_fd, &ignored);
-            brig_error_release(&ignored);
-            brig_state_dir_remove(root_fd, dir_fd, o->id, &ignored);
-            brig_error_release(&ignored);
-            r = -1;
-        } else if (st) {
-            /* Created: a failing start leaves it for the caller to delete. */
-            *created = true;
-            r = start_opened(dir_fd, st, warning, err);
-        }
-    }
-    brig_state_free(st);
-    brig_spec_free(spec);
-    return r;
-}
-
-int brig_container_create(const struct brig_create_options *o, pid_t *init_pid, brig_error_t *err)
-{
-    return create(o, init_pid, NULL, NULL, err);
-}
-
-int brig_container_create_started(const struct brig_create_options *o, pid_t *init_pid,
-                                  bool *created, brig_error_t *warning, brig_error_t *err)
-{
-    *created = false;
-    return create(o, init_pid, created, warning, err);
-}
-
 /* ---- the saved spec for post* hooks ---- */
 
 int brig_container_load_spec(int dir_fd, struct brig_spec **spec, brig_error_t *err)
@@ -438,8 +100,11 @@ int brig_container_load_spec(int dir_fd, struct brig_spec **spec, brig_error_t *
     }
     if (brig_spec_parse(json, len, "saved config.json", spec, err) < 0)
         return -1;
-    /* A sandboxed container: exec gets the profile's process defaults. */
-    if (brig_container_profile_reapply(dir_fd, *spec, err) < 0) {
+    /* A handler's container: its layer's transform again, so exec gets
+     * the same process defaults and filter as the init. */
+    const struct brig_handler *h = NULL;
+    if (brig_handler_of(dir_fd, BRIG_HANDLER_FILE, &h, err) < 0
+        || (h && h->load_spec && h->load_spec(dir_fd, *spec, err) < 0)) {
         brig_spec_free(*spec);
         *spec = NULL;
         return -1;
@@ -536,8 +201,8 @@ static int release_init(int dir_fd, const struct brig_state *st, brig_error_t *e
     return 0;
 }
 
-static int start_opened(int dir_fd, const struct brig_state *st, brig_error_t *warning,
-                        brig_error_t *err)
+int brig_container_start_opened(int dir_fd, const struct brig_state *st, brig_error_t *warning,
+                                brig_error_t *err)
 {
     if (release_init(dir_fd, st, err) < 0)
         return -1;
@@ -559,7 +224,7 @@ int brig_container_start(const char *root, const char *id, brig_error_t *warning
         r = brig_error_set(err, 0, "cannot start container `%s`: it is %s, not created", id,
                            brig_status_name(status));
     else
-        r = start_opened(dir_fd, st, warning, err);
+        r = brig_container_start_opened(dir_fd, st, warning, err);
     brig_state_free(st);
     return r;
 }
@@ -659,9 +324,11 @@ int brig_container_delete(const char *root, const char *id, bool force, brig_err
     }
     enum brig_status status = brig_state_status(dir_fd, st);
     int r = 0;
-    if ((status == BRIG_STATUS_RUNNING || status == BRIG_STATUS_PAUSED) && !force)
-        r = brig_error_set(err, 0, "cannot delete container `%s`: it is %s (use --force)", id,
+    if ((status == BRIG_STATUS_RUNNING || status == BRIG_STATUS_PAUSED) && !force) {
+        r = brig_error_set(err, 0, "cannot delete container `%s`: it is %s", id,
                            brig_status_name(status));
+        (*err)->errnum = EBUSY; /* alive: the caller may offer to force it */
+    }
     if (r == 0 && status != BRIG_STATUS_STOPPED && status != BRIG_STATUS_CREATING)
         r = kill_and_wait(st, err);
     /* A stopped init may leave processes behind in its cgroup (no pid
@@ -674,8 +341,11 @@ int brig_container_delete(const char *root, const char *id, bool force, brig_err
         brig_error_wrap(warning, "container `%s`", id);
     if (r == 0 && *st->cgroup_path)
         r = brig_cgroup_destroy(st->cgroup_path, err);
-    if (r == 0)
-        r = brig_container_profile_teardown(dir_fd, err);
+    const struct brig_handler *h = NULL;
+    if (r == 0 && brig_handler_of(dir_fd, BRIG_HANDLER_FILE, &h, err) < 0)
+        r = -1;
+    if (r == 0 && h && h->teardown && h->teardown(dir_fd, err) < 0)
+        r = brig_error_wrap(err, "delete `%s`: %s", id, h->name);
     if (r == 0)
         r = brig_state_dir_remove(root_fd, dir_fd, id, err);
     brig_state_free(st);

@@ -9,23 +9,39 @@
 #include "base/error.h"
 #include "container/state.h"
 
-struct brig_profile_settings;
+struct brig_handler;
+
+/* A bundle's config.json, parsed and validated, with the bytes it was
+ * parsed from (the state dir keeps them for exec and the post* hooks). The
+ * caller may rewrite the spec before create: a transform of the spec is
+ * how a layer above the library makes a special kind of container. */
+struct brig_bundle {
+    char *config_path;       /* "<bundle>/config.json", for messages */
+    struct brig_spec *spec;
+    char *text;
+    size_t len;
+};
+/* Loads <dir>/config.json (dir NULL: the current directory). */
+int brig_bundle_load(const char *dir, struct brig_bundle *b, brig_error_t *err);
+void brig_bundle_clear(struct brig_bundle *b);
 
 struct brig_create_options {
     const char *root;            /* state root, e.g. /run/brig */
     const char *id;
-    const char *bundle;          /* NULL: the current directory */
+    const char *bundle;          /* NULL: the current directory (a relative root.path) */
+    struct brig_bundle *config;  /* its config, loaded (and maybe rewritten) by the caller */
     const char *pid_file;        /* NULL: none */
     bool no_pivot;
     bool no_new_keyring;
     int preserve_fds;
     int listen_fds;              /* socket activation: fds 3.. before the preserved ones */
-    bool terminal;               /* run -t: a terminal whatever process.terminal says */
-    bool no_cgroup;              /* --cgroup-manager=disabled: the caller manages cgroups */
+    bool terminal;               /* a terminal whatever process.terminal says (run -t) */
+    bool no_cgroup;              /* the caller manages cgroups */
     const char *console_socket;  /* receives the pty master with process.terminal */
     int *pty_master;             /* or: the caller takes the master (run relays it) */
-    const char *profile;         /* "sandbox", or NULL (the annotation may still ask) */
-    const struct brig_profile_settings *profile_settings; /* the profile with these */
+    /* A handler (container/handler.h) and what its setup hook takes. */
+    const struct brig_handler *handler;
+    const void *handler_data;
 };
 
 int brig_container_create(const struct brig_create_options *opts, pid_t *init_pid,
@@ -37,24 +53,6 @@ int brig_container_create(const struct brig_create_options *opts, pid_t *init_pi
 int brig_container_create_started(const struct brig_create_options *opts, pid_t *init_pid,
                                   bool *created, brig_error_t *warning, brig_error_t *err);
 
-/* Steps of create that restore repeats: the state a new container starts
- * with (paths resolved, no pid yet), and its cgroup with the spec's limits
- * and device rules. */
-int brig_container_new_state(const struct brig_create_options *o, const struct brig_spec *spec,
-                             struct brig_state **out, brig_error_t *err);
-/* The caller's own cgroup v2 path, from the "0::" line of /proc/self/cgroup
- * ("/" when unknown). Caller frees. */
-char *brig_container_own_cgroup(void);
-struct brig_cgroup;
-void brig_container_undo_cgroup(struct brig_cgroup *cg);
-struct brig_devices_program;
-/* With `deferred`, the device program is compiled into it rather than
- * attached: the caller attaches it (brig_cgroup_devices_attach) and frees
- * deferred->insns. */
-int brig_container_setup_cgroup(const struct brig_create_options *o, const struct brig_spec *spec,
-                                struct brig_cgroup *cg, struct brig_devices_program *deferred,
-                                brig_error_t *err);
-
 /* Releases the init blocked on the exec fifo. A failing poststart hook is
  * not an error (the spec says warn and go on): it lands in *warning. */
 int brig_container_start(const char *root, const char *id, brig_error_t *warning,
@@ -64,8 +62,9 @@ int brig_container_kill(const char *root, const char *id, int signal, bool all,
                         brig_error_t *err);
 
 /* Removes every trace. With `force`, a running container is killed first;
- * a missing container is then not an error. Poststop hook failures are
- * warnings. */
+ * a missing container is then not an error. Without it, a running or
+ * paused container is an error whose errnum is EBUSY. Poststop hook
+ * failures are warnings. */
 int brig_container_delete(const char *root, const char *id, bool force, brig_error_t *warning,
                           brig_error_t *err);
 
@@ -109,26 +108,6 @@ int brig_container_exec(const struct brig_exec_options *opts, pid_t *pid, brig_e
 /* The spec the container was created from (kept in its state dir); *spec
  * is NULL when there is none (a container made by an older brig). */
 int brig_container_load_spec(int dir_fd, struct brig_spec **spec, brig_error_t *err);
-
-/* The sandbox profile across a container's life (sandbox/lifecycle.c):
- * at create (settings kept in the state dir, data image mounted, spec
- * rewritten), whenever the spec is read back, and at delete (data
- * unmounted). No-ops for a container without the profile. */
-struct brig_spec;
-int brig_container_profile_setup(const struct brig_create_options *o, struct brig_spec *spec,
-                                 int dir_fd, brig_error_t *err);
-int brig_container_profile_reapply(int dir_fd, struct brig_spec *spec, brig_error_t *err);
-int brig_container_profile_teardown(int dir_fd, brig_error_t *err);
-/* Across a checkpoint: the settings go with the images (a file named
- * BRIG_PROFILE_IMAGE_FILE in image_fd; refused when the data image lives
- * in the state dir, which the checkpoint removes), and restore installs
- * them in the new state dir as create does. export: 0 also without the
- * profile; import: 1 when the images had it, 0 when not. */
-#define BRIG_PROFILE_IMAGE_FILE "brig-profile"
-int brig_container_profile_export(int dir_fd, const char *root, const char *id, int image_fd,
-                                  brig_error_t *err);
-int brig_container_profile_import(int image_fd, int dir_fd, struct brig_spec *spec,
-                                  brig_error_t *err);
 
 /* Operations on a live container's cgroup (cgroup_ops.c). */
 int brig_container_pause(const char *root, const char *id, brig_error_t *err);

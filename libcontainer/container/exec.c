@@ -22,6 +22,7 @@
 #include "process/identity.h"
 #include "cgroup/cgroup.h"
 #include "base/cleanup.h"
+#include "container/handler.h"
 #include "process/namespaces.h"
 #include "base/path.h"
 #include "process/process.h"
@@ -96,6 +97,7 @@ static int open_exec_cgroup(const struct brig_state *st, const char *sub, brig_e
 /* In the container, as the process to be: identity, terminal, exec. */
 struct exec_ctx {
     const struct brig_exec_options *o;
+    const struct brig_process *process;   /* o->process, or the handler's version of it */
     int lock_fd;                          /* the locked state dir: not for the child */
     const struct brig_state *st;
     const struct brig_seccomp *seccomp;   /* the container's, or NULL */
@@ -105,7 +107,7 @@ struct exec_ctx {
 static int exec_in_container(const struct exec_ctx *x, int sync_fd, brig_error_t *err)
 {
     const struct brig_exec_options *o = x->o;
-    const struct brig_process *p = o->process;
+    const struct brig_process *p = x->process;
     if (setsid() < 0)
         return brig_error_set(err, errno, "setsid");
     if (brig_rlimits_apply(p, err) < 0)
@@ -346,14 +348,35 @@ static int spawn(const struct exec_ctx *x, bool paused, pid_t *pid, brig_error_t
     return r;
 }
 
+/* A handler's container: whatever the caller asked for, the process that
+ * enters it is what the handler allows (its user, capabilities, filter,
+ * limits, environment). *out stays NULL for other containers. */
+static int impose_handler(int dir_fd, const struct brig_spec *spec, const struct brig_process *asked,
+                          struct brig_process **out, brig_error_t *err)
+{
+    const struct brig_handler *h = NULL;
+    *out = NULL;
+    if (brig_handler_of(dir_fd, BRIG_HANDLER_FILE, &h, err) < 0)
+        return -1;
+    if (h == NULL || h->exec_process == NULL)
+        return 0;
+    if (spec == NULL)
+        return brig_error_set(err, 0, "exec: the container's config is gone from its state dir");
+    if (brig_process_copy(asked, out, err) < 0)
+        return -1;
+    if (h->exec_process(dir_fd, spec, *out, err) < 0)
+        return brig_error_wrap(err, "exec: %s", h->name);
+    return 0;
+}
+
 int brig_container_exec(const struct brig_exec_options *o, pid_t *pid, brig_error_t *err)
 {
     if (o->process == NULL || o->process->args.n == 0)
         return brig_error_set(err, 0, "exec: no command to run");
     if (o->process->terminal && !o->console_socket && !o->pty_master)
-        return brig_error_set(err, 0, "exec: a terminal needs --console-socket (or no --detach)");
+        return brig_error_set(err, 0, "exec: the process has a terminal, and nobody takes it");
     if (!o->process->terminal && o->console_socket)
-        return brig_error_set(err, 0, "exec: --console-socket needs a terminal (--tty)");
+        return brig_error_set(err, 0, "exec: a console socket needs a process with a terminal");
     cleanup_close int root_fd = -1;
     cleanup_close int own_dir_fd = -1;
     struct brig_state *own_st = NULL;
@@ -373,11 +396,16 @@ int brig_container_exec(const struct brig_exec_options *o, pid_t *pid, brig_erro
     /* Every process of the container lives under its seccomp filter. */
     struct brig_spec *loaded = NULL;
     const struct brig_spec *spec = o->spec;
-    struct exec_ctx x = { o, dir_fd, st, NULL, NULL };
+    struct brig_process *imposed = NULL;
+    struct exec_ctx x = { o, o->process, dir_fd, st, NULL, NULL };
     if (r == 0 && spec == NULL) {
         r = brig_container_load_spec(dir_fd, &loaded, err);
         spec = loaded;
     }
+    if (r == 0)
+        r = impose_handler(dir_fd, spec, o->process, &imposed, err);
+    if (imposed)
+        x.process = imposed;
     if (r == 0 && spec && spec->linux_ && spec->linux_->seccomp) {
         x.seccomp = spec->linux_->seccomp;
         r = brig_seccomp_compile(x.seccomp, &x.filter, err);
@@ -385,6 +413,7 @@ int brig_container_exec(const struct brig_exec_options *o, pid_t *pid, brig_erro
     if (r == 0)
         r = spawn(&x, status == BRIG_STATUS_PAUSED, pid, err);
     brig_seccomp_free(x.filter);
+    brig_process_free(imposed);
     brig_spec_free(loaded);
     brig_state_free(own_st);
     return r;

@@ -16,6 +16,8 @@
 #include "cgroup/cgroup.h"
 #include "base/cleanup.h"
 #include "container/container.h"
+#include "container/handler.h"
+#include "container/provision.h"
 #include "base/path.h"
 #include "container/state.h"
 #include "base/utils.h"
@@ -127,8 +129,9 @@ static int enter_cgroup(const struct brig_cgroup *cg, struct brig_cgroup *back, 
 
 struct restore_run {
     const struct brig_restore_options *o;
-    struct brig_spec *spec;
-    struct brig_state *st;
+    struct brig_bundle bundle;
+    struct brig_spec *spec;           /* bundle.spec */
+    struct brig_state *st;            /* the provision's */
     struct brig_criu criu;
     int netns_fd;
     char *criu_root;
@@ -181,112 +184,82 @@ static void release_criu_root(struct restore_run *rr)
         rmdir(rr->criu_root);
 }
 
-static int restore_in_dir(struct restore_run *rr, int dir_fd, const char *config_path,
-                          pid_t *init_pid, brig_error_t *err)
+/* criu brings the process tree back into the provisioned container. */
+static int run_criu(struct restore_run *rr, struct provision *p, pid_t *pid, brig_error_t *err)
 {
     const struct brig_restore_options *o = rr->o;
-    struct brig_create_options co = { .root = o->root, .id = o->id, .bundle = o->bundle };
-    /* A checkpointed sandbox comes back a sandbox: the bundle's raw spec
-     * gets the profile's rewrite (its mounts, user, seccomp, limits, init)
-     * before anything below reads it. */
-    int r = brig_container_profile_import(rr->criu.image_fd, dir_fd, rr->spec, err) < 0 ? -1 : 0;
-    if (r == 0)
-        r = brig_container_new_state(&co, rr->spec, &rr->st, err);
-    if (r == 0) {
-        cleanup_free char *json = NULL;
-        size_t len = 0;
-        r = brig_read_file(config_path, &json, &len, err);
-        if (r == 0)
-            r = brig_write_file_atomic_at(dir_fd, BRIG_SAVED_CONFIG, json, len, 0600, err);
+    if (asprintf(&rr->criu_root, "%s/%s/%s", o->root, o->id, CRIU_ROOT) < 0) {
+        rr->criu_root = NULL;
+        return brig_error_set(err, ENOMEM, "restore");
     }
-    struct brig_cgroup cg = { NULL, -1 };
-    if (r == 0 && !o->no_cgroup && brig_container_setup_cgroup(&co, rr->spec, &cg, NULL, err) < 0)
-        r = -1;
-    if (r == 0 && cg.path) {
-        free(rr->st->cgroup_path);
-        if ((rr->st->cgroup_path = strdup(cg.path)) == NULL)
-            r = brig_error_set(err, ENOMEM, "cgroup");
-    }
-    /* Written before criu runs, so `delete --force` finds the cgroup if we die. */
-    if (r == 0)
-        r = brig_state_write(dir_fd, rr->st, err);
-    if (r == 0 && asprintf(&rr->criu_root, "%s/%s/%s", o->root, o->id, CRIU_ROOT) < 0)
-        r = brig_error_set(err, ENOMEM, "restore");
-    if (r == 0)
-        r = prepare_criu(rr, err);
-    pid_t pid = 0;
+    int r = prepare_criu(rr, err);
     struct brig_cgroup back = { NULL, -1 };
-    if (r == 0 && cg.path && o->criu.cg_mode == BRIG_CG_MODE_IGNORE)
-        r = enter_cgroup(&cg, &back, err);
+    if (r == 0 && p->cgroup.path && o->criu.cg_mode == BRIG_CG_MODE_IGNORE)
+        r = enter_cgroup(&p->cgroup, &back, err);
     if (r == 0) {
-        pid = criu_local_restore_child(rr->criu.opts);
+        *pid = criu_local_restore_child(rr->criu.opts);
         /* Out again at once: the container's cgroup is the container's. */
         if (back.path && brig_cgroup_add_pid(&back, getpid(), err) < 0) {
-            if (pid > 0)
-                kill(pid, SIGKILL);
+            if (*pid > 0)
+                kill(*pid, SIGKILL);
             r = -1;
-        } else if (pid <= 0) {
-            r = brig_criu_failed(&rr->criu, "restore", pid, err);
+        } else if (*pid <= 0) {
+            r = brig_criu_failed(&rr->criu, "restore", *pid, err);
         }
     }
     brig_cgroup_close(&back);
     release_criu_root(rr);
-    if (r == 0) {
-        rr->st->pid = pid;
-        *init_pid = pid;
-        r = brig_process_start_time(pid, &rr->st->pid_start_time, err);
-        if (r == 0)
-            r = brig_state_write(dir_fd, rr->st, err);
-        if (r == 0 && o->pid_file)
-            r = brig_write_pid_file(o->pid_file, pid, err);
-        if (r < 0)
-            kill(pid, SIGKILL);
-    }
-    if (r < 0)
-        brig_container_undo_cgroup(&cg);
-    brig_cgroup_close(&cg);
     return r;
+}
+
+/* A checkpointed handler's container comes back one: the bundle's raw spec
+ * gets its layer's rewrite (a sandbox's mounts, user, seccomp, limits,
+ * init) before anything below reads it, then the handler's set-up. */
+static int restore_handler(struct restore_run *rr, struct provision *p, brig_error_t *err)
+{
+    const struct brig_handler *h = NULL;
+    if (brig_handler_of(rr->criu.image_fd, BRIG_HANDLER_IMAGE_FILE, &h, err) < 0)
+        return -1;
+    if (h == NULL)
+        return 0;
+    if (h->restore && h->restore(rr->criu.image_fd, p->dir_fd, rr->bundle.spec, err) < 0)
+        return brig_error_wrap(err, "%s", h->name);
+    return provision_handler(p, h, NULL, err);
 }
 
 static int restore(const struct brig_restore_options *o, pid_t *init_pid, brig_error_t *err)
 {
     struct restore_run rr = { .o = o, .netns_fd = -1 };
-    /* The images first: a wrong --image-path must fail before any state exists. */
-    if (brig_criu_begin(&rr.criu, &o->criu, false, BRIG_CRIU_RESTORE_LOG, err) < 0) {
-        brig_criu_end(&rr.criu);
-        return -1;
-    }
-    int r = 0;
-    if (faccessat(rr.criu.image_fd, "inventory.img", F_OK, 0) < 0)
+    /* The images first: a wrong image path must fail before any state exists. */
+    int r = brig_criu_begin(&rr.criu, &o->criu, false, BRIG_CRIU_RESTORE_LOG, err);
+    if (r == 0 && faccessat(rr.criu.image_fd, "inventory.img", F_OK, 0) < 0)
         r = brig_error_set(err, 0, "image path `%s`: no checkpoint there (no inventory.img)",
                            o->criu.image_path);
-    cleanup_free char *config_path = NULL;
-    if (r == 0 && asprintf(&config_path, "%s/config.json", o->bundle ? o->bundle : ".") < 0)
-        r = brig_error_set(err, ENOMEM, "restore");
-    struct brig_spec *spec = NULL;
     if (r == 0)
-        r = brig_spec_load(config_path, &spec, err);
-    rr.spec = spec;
-    cleanup_close int root_fd = r < 0 ? -1 : brig_state_root_open(o->root, true, err);
-    if (r == 0 && root_fd < 0)
-        r = -1;
-    if (r == 0) {
-        cleanup_close int dir_fd = brig_state_dir_create(root_fd, o->id, err);
-        if (dir_fd < 0) {
-            r = -1;
-        } else if (restore_in_dir(&rr, dir_fd, config_path, init_pid, err) < 0) {
-            brig_error_t ignored = NULL;
-            brig_container_profile_teardown(dir_fd, &ignored);
-            brig_error_release(&ignored);
-            brig_state_dir_remove(root_fd, dir_fd, o->id, &ignored);
-            brig_error_release(&ignored);
-            r = -1;
-        }
-    }
+        r = brig_bundle_load(o->bundle, &rr.bundle, err);
+    rr.spec = rr.bundle.spec;
+    struct provision p = { .root_fd = -1, .dir_fd = -1, .cgroup = { NULL, -1 } };
+    if (r == 0)
+        r = provision_begin(&p, o->root, o->id, err);
+    if (r == 0)
+        r = restore_handler(&rr, &p, err);
+    struct brig_create_options co = {
+        .root = o->root, .id = o->id, .bundle = o->bundle, .no_cgroup = o->no_cgroup,
+    };
+    if (r == 0)
+        r = provision_container(&p, &co, &rr.bundle, NULL, err);
+    rr.st = p.state;
+    pid_t pid = 0;
+    if (r == 0)
+        r = run_criu(&rr, &p, &pid, err);
+    if (r == 0 && (r = provision_started(&p, pid, o->pid_file, err)) == 0)
+        *init_pid = pid;
+    if (r < 0 && p.dir_fd >= 0)
+        provision_undo(&p);
+    provision_end(&p);
     brig_closep(&rr.netns_fd);
     free(rr.criu_root);
-    brig_state_free(rr.st);
-    brig_spec_free(spec);
+    brig_bundle_clear(&rr.bundle);
     brig_criu_end(&rr.criu);
     return r;
 }

@@ -360,6 +360,14 @@ void brig_spec_free(struct brig_spec *spec);
 int brig_process_parse(const char *json, size_t len, const char *origin,
                        struct brig_process **out, brig_error_t *err);
 void brig_process_free(struct brig_process *process);
+/* Deep copies (spec/process_copy.c): every owned field duplicated, so the
+ * copy can be changed and freed on its own. */
+int brig_process_copy(const struct brig_process *from, struct brig_process **out,
+                      brig_error_t *err);
+int brig_strv_copy(struct brig_strv *to, const struct brig_strv *from);
+int brig_rlimits_copy(struct brig_rlimit **to, size_t *n_to, const struct brig_rlimit *from,
+                      size_t n);
+void brig_strv_free(struct brig_strv *s);
 
 /* A lone linux.resources object (`update -r FILE`). */
 int brig_resources_parse(const char *json, size_t len, const char *origin,
@@ -376,6 +384,11 @@ void brig_seccomp_free_spec(struct brig_seccomp *s);
 const struct brig_namespace *brig_spec_namespace(const struct brig_spec *spec,
                                                  enum brig_ns_type type);
 const char *brig_ns_type_name(enum brig_ns_type type);  /* "pid", "network", ... */
+
+/* The default spec's linux.maskedPaths and linux.readonlyPaths,
+ * NULL-terminated. */
+extern const char *const brig_default_masked_paths[];
+extern const char *const brig_default_readonly_paths[];
 
 /* Default config.json for `brig spec`, runc-compatible. Caller frees. */
 int brig_spec_default_json(bool rootless, char **out, brig_error_t *err);

@@ -187,16 +187,19 @@ static void put_id_mapping(struct writer *w, const char *key, unsigned host_id)
     close_array(w);
 }
 
+/* What a container must not read, and what it must not write, of the
+ * kernel's files: the default spec's lists, which profiles reuse. */
+const char *const brig_default_masked_paths[] = {
+    "/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+    "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/sys/firmware",
+    "/proc/scsi", "/sys/devices/virtual/powercap", NULL,
+};
+const char *const brig_default_readonly_paths[] = {
+    "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", NULL,
+};
+
 static void put_linux(struct writer *w, bool rootless)
 {
-    static const char *const masked[] = {
-        "/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
-        "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/sys/firmware",
-        "/proc/scsi", "/sys/devices/virtual/powercap", NULL,
-    };
-    static const char *const readonly[] = {
-        "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", NULL,
-    };
     /* Rootless keeps the host's network (it can't configure a new one) and
      * gets a user namespace instead; it can't write cgroup device rules. */
     static const char *const ns_root[] = {
@@ -227,8 +230,8 @@ static void put_linux(struct writer *w, bool rootless)
         close_map(w);
     }
     close_array(w);
-    put_strv(w, "maskedPaths", masked, NULL);
-    put_strv(w, "readonlyPaths", readonly, NULL);
+    put_strv(w, "maskedPaths", brig_default_masked_paths, NULL);
+    put_strv(w, "readonlyPaths", brig_default_readonly_paths, NULL);
     close_map(w);
 }
 

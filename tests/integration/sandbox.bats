@@ -84,6 +84,25 @@ in_s1() {
 	[ "$(squeeze "$output")" = "CapPrm: 0000000000000000 CapEff: 0000000000000000 CapBnd: 0000000000000000 NoNewPrivs: 1 Seccomp: 2 0" ]
 }
 
+@test "sandbox: an exec whose process asks for root, capabilities and its own LD_PRELOAD gets the sandbox's all the same" {
+	cat >"$SB_HOST/root.json" <<-'EOF'
+		{"args": ["sh", "-c", "id -u; id -g; id -G; grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status; echo $LD_PRELOAD; ulimit -n; pwd"],
+		 "cwd": "/tmp", "user": {"uid": 0, "gid": 0, "additionalGids": [4, 27]},
+		 "env": ["PATH=/usr/bin:/bin", "LD_PRELOAD=/tmp/mine.so"],
+		 "capabilities": {"bounding": ["CAP_SYS_ADMIN", "CAP_CHOWN"], "effective": ["CAP_SYS_ADMIN"],
+		                  "permitted": ["CAP_SYS_ADMIN"]},
+		 "rlimits": [{"type": "RLIMIT_NOFILE", "hard": 4096, "soft": 4096}],
+		 "noNewPrivileges": false}
+	EOF
+	run timeout 60 "$BRIG" --root "$SB_ROOT" exec --process "$SB_HOST/root.json" s1
+	[ "$status" -eq 0 ] || fail "exec: $output"
+	[ "$(squeeze "$output")" = "1000 1000 1000 CapEff: 0000000000000000 CapBnd: 0000000000000000 NoNewPrivs: 1 Seccomp: 2 /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 1024 /tmp" ]
+	# The same through plain `brig exec` flags asking for more.
+	run timeout 60 "$BRIG" --root "$SB_ROOT" exec --user 0:0 --cap CAP_SYS_ADMIN s1 sh -c 'id -u; grep ^CapEff: /proc/self/status'
+	[ "$status" -eq 0 ] || fail "exec: $output"
+	[ "$(squeeze "$output")" = "1000 CapEff: 0000000000000000" ]
+}
+
 @test "sandbox: loopback only, and connecting out fails" {
 	run in_s1 'tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "'
 	[ "$output" = "lo" ]

@@ -140,6 +140,23 @@ shim_running_for() {
 	run ! kill -0 "$pid"
 }
 
+@test "a sandboxed task (annotation run.brig.profile): task exec runs as the sandbox user, without capabilities" {
+	[ -d /var/lib/brig/rootfs/usr/bin ] || fail "no sandbox tree: run \`make rootfs\`"
+	ctrd run -d "${RT[@]}" --annotation run.brig.profile=sandbox "$CTRD_IMAGE" t-sb sleep 1000
+	wait_for_status t-sb RUNNING
+	# ctr asks for uid 0 and its default capabilities; the sandbox decides.
+	run ctrd task exec --exec-id e1 t-sb sh -c 'id -u; grep -E "^(CapEff|NoNewPrivs|Seccomp):" /proc/self/status; echo $LD_PRELOAD'
+	[ "$status" -eq 0 ] || fail "exec: $output"
+	[ "$(echo $output)" = "1000 CapEff: 0000000000000000 NoNewPrivs: 1 Seccomp: 2 /usr/lib/x86_64-linux-gnu/libjemalloc.so.2" ]
+	run ctrd task exec --exec-id e2 --user 0 t-sb cat /proc/1/cmdline
+	[ "$status" -eq 0 ]
+	[[ "$output" == /usr/sbin/brig-init* ]]
+	ctrd task kill -s KILL t-sb
+	wait_for_status t-sb STOPPED
+	ctrd task delete t-sb
+	refute grep -q "t-sb/data" /proc/self/mountinfo
+}
+
 @test "ctr task pause, resume and metrics (cgroup v2)" {
 	ctrd run -d --memory-limit 67108864 "${RT[@]}" "$CTRD_IMAGE" t-p sleep 1000
 	wait_for_status t-p RUNNING

@@ -248,9 +248,65 @@ static void test_requested(void)
     brig_spec_free(b);
 }
 
+/* An exec into a sandbox that asks for root, capabilities, its own
+ * rlimits and its own allocator gets the sandbox's; its args, cwd and the
+ * rest of its environment stay; the caller's process is not touched. */
+static void test_impose_exec(void)
+{
+    static const char init_bundle[] =
+        "{\"ociVersion\":\"1.2.0\",\"root\":{\"path\":\"rootfs\"},"
+        "\"process\":{\"cwd\":\"/\",\"args\":[\"sh\"],\"user\":{\"uid\":0,\"gid\":0},"
+        "\"rlimits\":[{\"type\":\"RLIMIT_NOFILE\",\"hard\":1024,\"soft\":1024}]}}";
+    static const char asked_json[] =
+        "{\"cwd\":\"/tmp\",\"args\":[\"id\",\"-u\"],\"user\":{\"uid\":0,\"gid\":0,"
+        "\"additionalGids\":[4,27],\"username\":\"root\"},\"noNewPrivileges\":false,"
+        "\"env\":[\"LD_PRELOAD=/tmp/mine.so\",\"HOME=/root\",\"A=b\"],"
+        "\"capabilities\":{\"bounding\":[\"CAP_SYS_ADMIN\"],\"effective\":[\"CAP_SYS_ADMIN\"],"
+        "\"permitted\":[\"CAP_SYS_ADMIN\"],\"ambient\":[\"CAP_SYS_ADMIN\"]},"
+        "\"rlimits\":[{\"type\":\"RLIMIT_NPROC\",\"hard\":99999,\"soft\":99999}]}";
+    struct brig_spec *spec = load(init_bundle);
+    struct brig_process *asked = NULL, *p = NULL;
+    brig_error_t err = NULL;
+    struct brig_profile_settings s;
+    settings_for_test(&s);
+    CHECK(spec && brig_profile_apply(spec, &s, seccomp(), &err) == 0, "the init's spec");
+    CHECK(brig_process_parse(asked_json, strlen(asked_json), "exec", &asked, &err) == 0, "exec process");
+    if (spec == NULL || asked == NULL)
+        return;
+    CHECK(brig_process_copy(asked, &p, &err) == 0, "copy");
+    CHECK(p && brig_profile_impose_exec(p, spec->process, &s, &err) == 0, "impose");
+    if (p) {
+        CHECK(p->user.uid == 1000 && p->user.gid == 1000, "the sandbox's user");
+        CHECK(p->user.n_additional_gids == 0 && p->user.username == NULL, "no other groups or name");
+        CHECK(p->no_new_privileges, "no_new_privs");
+        CHECK(p->capabilities && p->capabilities->bounding.n == 0 && p->capabilities->effective.n == 0
+                  && p->capabilities->permitted.n == 0 && p->capabilities->ambient.n == 0
+                  && p->capabilities->inheritable.n == 0,
+              "every capability set empty");
+        CHECK(p->n_rlimits == 1 && strcmp(p->rlimits[0].type, "RLIMIT_NOFILE") == 0
+                  && p->rlimits[0].hard == 1024,
+              "the init's rlimits, not the caller's");
+        const char *pre = env_get(p, "LD_PRELOAD");
+        CHECK(pre && strcmp(pre, BRIG_SANDBOX_JEMALLOC) == 0, "LD_PRELOAD is jemalloc, once");
+        CHECK(env_get(p, "MALLOC_CONF") && strcmp(env_get(p, "MALLOC_CONF"), s.malloc_conf) == 0,
+              "MALLOC_CONF");
+        CHECK(env_get(p, "HOME") && strcmp(env_get(p, "HOME"), "/root") == 0, "the caller's HOME stays");
+        CHECK(env_get(p, "A") && env_get(p, "PATH") && env_get(p, "USER"), "caller's env kept, PATH and USER added");
+        CHECK(strcmp(p->cwd, "/tmp") == 0 && p->args.n == 2 && strcmp(p->args.v[0], "id") == 0,
+              "args and cwd stay the caller's");
+    }
+    CHECK(asked->user.uid == 0 && asked->capabilities->effective.n == 1 && asked->n_rlimits == 1,
+          "the caller's process is untouched");
+    brig_process_free(p);
+    brig_process_free(asked);
+    brig_spec_free(spec);
+    brig_profile_settings_clear(&s);
+}
+
 int main(void)
 {
     test_apply();
+    test_impose_exec();
     test_overrides();
     test_settings_round_trip();
     test_parsers();

@@ -1,0 +1,30 @@
+/* The sandbox product as the CLI and the shim use it: the profile chosen
+ * at create (by flag, by runtime option or by annotation) turns the
+ * bundle's spec into a sandbox's, and the sandbox handler carries the
+ * rest through the container's life (its settings in the state dir, the
+ * /mnt/data image, the rules every exec must follow, checkpoint and
+ * restore). See docs/architecture.md for the seam. */
+#ifndef BRIG_SANDBOX_H
+#define BRIG_SANDBOX_H
+
+#include "base/error.h"
+#include "container/container.h"
+#include "container/handler.h"
+#include "sandbox/profile.h"
+
+/* The handler, and a NULL-terminated list of every handler this layer
+ * has, for brig_handlers_register(). */
+extern const struct brig_handler brig_sandbox_handler;
+extern const struct brig_handler *const brig_sandbox_handlers[];
+
+/* A create's sandbox part. When `profile` (a flag: NULL or "sandbox"),
+ * `settings` (a caller's own knobs) or the spec's run.brig.profile
+ * annotation asks for the sandbox, the settings are resolved (brig-init,
+ * the seccomp profile, the data dir: o->root/o->id unless set), o->config's
+ * spec is rewritten, and o->handler / o->handler_data point at the handler
+ * and `use`, which must outlive the create. Otherwise nothing changes. */
+int brig_sandbox_prepare(struct brig_create_options *o, const char *profile,
+                         const struct brig_profile_settings *settings,
+                         struct brig_profile_settings *use, brig_error_t *err);
+
+#endif
