@@ -33,12 +33,6 @@ void shim_io_close_stdin(struct shim_io *io);
 int shim_io_resize(struct shim_io *io, unsigned width, unsigned height, brig_error_t *err);
 void shim_io_free(struct shim_io *io);
 
-/* Runs fn with fds 0, 1, 2 of the shim replaced by fds[] (the library forks
- * the container's processes from this one; they inherit 0-2), then puts the
- * shim's own back. */
-int shim_with_stdio(const int fds[3], int (*fn)(void *arg, brig_error_t *err), void *arg,
-                    brig_error_t *err);
-
 /* ---- reaper.c: exits and OOM kills ---- */
 
 struct shim_reaper;

@@ -327,26 +327,3 @@ void shim_io_free(struct shim_io *io)
     close_fd(&io->master);
     free(io);
 }
-
-int shim_with_stdio(const int fds[3], int (*fn)(void *arg, brig_error_t *err), void *arg,
-                    brig_error_t *err)
-{
-    int saved[3];
-    for (int i = 0; i < 3; i++)
-        saved[i] = fcntl(i, F_DUPFD_CLOEXEC, 3); /* -1: it was closed */
-    int r = 0;
-    for (int i = 0; i < 3 && r == 0; i++)
-        if (dup2(fds[i], i) < 0)
-            r = brig_error_set(err, errno, "stdio: dup2");
-    if (r == 0)
-        r = fn(arg, err);
-    for (int i = 0; i < 3; i++) {
-        if (saved[i] >= 0) {
-            dup2(saved[i], i);
-            close(saved[i]);
-        } else {
-            close(i);
-        }
-    }
-    return r;
-}

@@ -303,6 +303,7 @@ struct spawn_call {
     const struct ctr *c;
     struct proc *p;
     int master;
+    int stdio[3];   /* the process's ends of its stdio */
 };
 
 static int do_create(void *arg, brig_error_t *err)
@@ -315,6 +316,7 @@ static int do_create(void *arg, brig_error_t *err)
         .terminal = s->p->terminal,
         .no_cgroup = s->t->no_cgroup,
         .pty_master = s->p->terminal ? &s->master : NULL,
+        .stdio = s->stdio,
     };
     struct brig_bundle b;
     struct brig_profile_settings use = { 0 };
@@ -338,23 +340,24 @@ static int do_exec(void *arg, brig_error_t *err)
         .id = s->c->id,
         .process = s->p->spec,
         .pty_master = s->p->terminal ? &s->master : NULL,
+        .stdio = s->stdio,
     };
     return brig_container_exec(&x, &s->p->pid, err);
 }
 
-/* Opens p's stdio, runs the library with it as fds 0-2, then copies. */
+/* Opens p's stdio, has the library give its ends to the process, then
+ * copies. The shim's own fds 0-2 stay as they are. */
 static int spawn(struct shim_tasks *t, struct proc *p, int (*fn)(void *, brig_error_t *),
                  brig_error_t *err)
 {
-    struct spawn_call s = { t, p->c, p, -1 };
+    struct spawn_call s = { t, p->c, p, -1, { -1, -1, -1 } };
     if (p->io == NULL) {
         struct shim_stdio paths = { p->paths[0], p->paths[1], p->paths[2], p->terminal };
         if (shim_io_new(t->loop, &paths, &p->io, err) < 0)
             return SHIM_E_UNKNOWN;
     }
-    int fds[3];
-    shim_io_child_fds(p->io, fds);
-    if (shim_with_stdio(fds, fn, &s, err) < 0) {
+    shim_io_child_fds(p->io, s.stdio);
+    if (fn(&s, err) < 0) {
         if (s.master >= 0)
             close(s.master);
         return SHIM_E_UNKNOWN;

@@ -39,6 +39,7 @@ struct brig_create_options {
     bool no_cgroup;              /* the caller manages cgroups */
     const char *console_socket;  /* receives the pty master with process.terminal */
     int *pty_master;             /* or: the caller takes the master (run relays it) */
+    const int *stdio;            /* the init's fds 0, 1, 2; NULL: the caller's own */
     /* A handler (container/handler.h) and what its setup hook takes. */
     const struct brig_handler *handler;
     const void *handler_data;
@@ -89,6 +90,7 @@ struct brig_exec_options {
     const struct brig_process *process;  /* complete: the caller merges flags and spec */
     const char *console_socket;          /* with process.terminal: gets the master */
     int *pty_master;                     /* or the caller takes it (exec relays it) */
+    const int *stdio;                    /* the process's fds 0, 1, 2; NULL: the caller's own */
     int preserve_fds;
     const char *cgroup;                  /* --cgroup: a sub-cgroup of the container's */
     bool ignore_paused;

@@ -185,6 +185,10 @@ static __attribute__((noreturn)) void exec_child(const struct exec_ctx *x,
      * a process frozen before exec (--ignore-paused) would hold it for
      * ever and block `resume`. */
     close(x->lock_fd);
+    if (x->o->stdio && brig_process_take_stdio(x->o->stdio, &err) < 0) {
+        brig_sync_report_error(sync_fd, err);
+        _exit(1);
+    }
     /* Only what the process needs crosses into the container. */
     int keep[1 + BRIG_NS_COUNT] = { sync_fd };
     for (int t = 0; t < BRIG_NS_COUNT; t++)

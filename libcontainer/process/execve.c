@@ -212,3 +212,22 @@ int brig_process_become(const struct brig_process *p, struct brig_seccomp_filter
         return brig_error_set(err, ENOMEM, "environment");
     return 0;
 }
+
+int brig_process_take_stdio(const int stdio[3], brig_error_t *err)
+{
+    /* Each moved above 2 first: a given fd numbered 0-2 must not be
+     * overwritten by another's dup2 before its own turn. */
+    int high[3] = { -1, -1, -1 };
+    int r = 0;
+    for (int i = 0; i < 3 && r == 0; i++)
+        if ((high[i] = fcntl(stdio[i], F_DUPFD_CLOEXEC, 3)) < 0)
+            r = brig_error_set(err, errno, "stdio: fd %d", stdio[i]);
+    /* dup2 leaves the new 0-2 without close-on-exec: the process keeps them. */
+    for (int i = 0; i < 3 && r == 0; i++)
+        if (dup2(high[i], i) < 0)
+            r = brig_error_set(err, errno, "stdio: fd %d as %d", stdio[i], i);
+    for (int i = 0; i < 3; i++)
+        if (high[i] >= 0)
+            close(high[i]);
+    return r;
+}

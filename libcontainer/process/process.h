@@ -20,6 +20,7 @@ struct brig_init_config {
     int listen_fds;           /* LISTEN_FDS: fds 3 .. 3+L-1, announced in the env */
     int preserve_fds;         /* then P more fds pass through to the process */
     int cgroup_fd;            /* the container's cgroup dir, or -1 */
+    const int *stdio;         /* the process's fds 0, 1, 2; NULL: the runtime's own */
     struct brig_seccomp_filter *seccomp;  /* compiled by the runtime, or NULL */
     /* Runs in the runtime right after the clone, while the init sets up;
      * done before the init is told to go past its mounts. May be NULL. */
@@ -57,6 +58,8 @@ void brig_process_cloexec_from(int first_fd);
  * enters a container inherited from the runtime (state and cgroup
  * directories) must not be reachable through /proc/self/fd in there. */
 void brig_process_close_fds_except(int first_fd, const int *keep, size_t n);
+/* In a new process: the three fds given become its 0, 1 and 2. */
+int brig_process_take_stdio(const int stdio[3], brig_error_t *err);
 
 /* The last privileged steps of a container process: the identity of
  * process.user, capabilities and no_new_privs, and the seccomp filter.

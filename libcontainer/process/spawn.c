@@ -120,6 +120,8 @@ static __attribute__((noreturn)) void child_main(const struct brig_init_config *
     /* The state dir is flock'ed by the runtime; our inherited copy would keep
      * the lock until exec and deadlock `start`. */
     close(cfg->state_dir_fd);
+    if (r == 0 && cfg->stdio)
+        r = brig_process_take_stdio(cfg->stdio, &err);
     /* Only what the init needs crosses into the container. */
     int keep[2 + BRIG_NS_COUNT] = { sync_fd, fifo_fd };
     for (int t = 0; t < BRIG_NS_COUNT; t++)
