@@ -101,6 +101,10 @@ in_s1() {
 	run timeout 60 "$BRIG" --root "$SB_ROOT" exec --user 0:0 --cap CAP_SYS_ADMIN s1 sh -c 'id -u; grep ^CapEff: /proc/self/status'
 	[ "$status" -eq 0 ] || fail "exec: $output"
 	[ "$(squeeze "$output")" = "1000 CapEff: 0000000000000000" ]
+	run sb exec -u 0 s1 -- true
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"runs every process as its user sandbox"* ]]
+	[ "${#lines[@]}" -eq 1 ]
 }
 
 @test "sandbox: loopback only, and connecting out fails" {
