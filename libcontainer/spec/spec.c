@@ -574,33 +574,6 @@ int brig_spec_load(const char *path, struct brig_spec **out, brig_error_t *err)
     return brig_spec_load_text(path, out, &text, &len, err);
 }
 
-/* ---- lookups --------------------------------------------------------------------- */
-
-static const char *const ns_names[BRIG_NS_COUNT] = {
-    [BRIG_NS_PID] = "pid",       [BRIG_NS_NETWORK] = "network", [BRIG_NS_MOUNT] = "mount",
-    [BRIG_NS_IPC] = "ipc",       [BRIG_NS_UTS] = "uts",         [BRIG_NS_USER] = "user",
-    [BRIG_NS_CGROUP] = "cgroup", [BRIG_NS_TIME] = "time",
-};
-
-/* NULL for a value outside the enum, so a bad caller fails loudly. */
-const char *brig_ns_type_name(enum brig_ns_type type)
-{
-    if ((unsigned) type >= BRIG_NS_COUNT)
-        return NULL;
-    return ns_names[type];
-}
-
-const struct brig_namespace *brig_spec_namespace(const struct brig_spec *spec,
-                                                 enum brig_ns_type type)
-{
-    if (spec == NULL || spec->linux_ == NULL)
-        return NULL;
-    for (size_t i = 0; i < spec->linux_->n_namespaces; i++)
-        if (spec->linux_->namespaces[i].type == type)
-            return &spec->linux_->namespaces[i];
-    return NULL;
-}
-
 /* ---- freeing ----------------------------------------------------------------------- */
 
 static void free_capabilities(struct brig_capabilities *caps)
