@@ -3,12 +3,11 @@
 
 #include <errno.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <stdlib.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 
-#include "base/utils.h"
+#include "base/fdpass.h"
 
 struct wire_header {
     uint32_t type;
@@ -20,12 +19,7 @@ int brig_sync_send(int fd, uint32_t type, int32_t value, const char *payload, br
     struct wire_header h = { type, value };
     size_t len = payload ? strnlen(payload, BRIG_SYNC_PAYLOAD_MAX) : 0;
     struct iovec iov[2] = { { &h, sizeof h }, { (void *) payload, len } };
-    struct msghdr m = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
-    ssize_t r;
-    do
-        r = sendmsg(fd, &m, MSG_NOSIGNAL);
-    while (r < 0 && errno == EINTR);
-    if (r < 0)
+    if (brig_fd_sendmsg(fd, iov, len ? 2 : 1, -1) < 0)
         return brig_error_set(err, errno, "sync: send");
     return 0;
 }
@@ -33,7 +27,7 @@ int brig_sync_send(int fd, uint32_t type, int32_t value, const char *payload, br
 int brig_sync_send_fd(int fd, uint32_t type, int passed, brig_error_t *err)
 {
     struct wire_header h = { type, 0 };
-    if (brig_send_with_fd(fd, &h, sizeof h, passed) < 0)
+    if (brig_fd_send(fd, &h, sizeof h, passed) < 0)
         return brig_error_set(err, errno, "sync: send fd");
     return 0;
 }
@@ -42,26 +36,13 @@ int brig_sync_recv(int fd, struct brig_sync_msg *msg, brig_error_t *err)
 {
     struct wire_header h;
     struct iovec iov[2] = { { &h, sizeof h }, { msg->payload, BRIG_SYNC_PAYLOAD_MAX } };
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } control;
-    struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = control.buf,
-                        .msg_controllen = sizeof control.buf };
-    msg->fd = -1;
-    ssize_t r;
-    do
-        r = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
-    while (r < 0 && errno == EINTR);
+    ssize_t r = brig_fd_recvmsg(fd, iov, 2, &msg->fd);
     if (r < 0)
         return brig_error_set(err, errno, "sync: receive");
     if (r == 0)
         return brig_error_set(err, EPIPE, "sync: peer went away");
     if ((size_t) r < sizeof h)
         return brig_error_set(err, EPROTO, "sync: short message");
-    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-    if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-        memcpy(&msg->fd, CMSG_DATA(c), sizeof(int));
     msg->type = h.type;
     msg->value = h.value;
     msg->len = (size_t) r - sizeof h;
