@@ -217,47 +217,29 @@ static int hand_to_listener(const struct exec_ctx *x, pid_t pid, int notify_fd, 
                                          notify_fd, pid, json, err);
 }
 
+static int exec_seccomp_fd(void *ctx, struct brig_sync_peer *peer, int notify_fd,
+                           brig_error_t *err)
+{
+    return hand_to_listener(ctx, peer->pid, notify_fd, err);
+}
+
+/* An exec'd process never enters a user namespace of its own, nor runs the
+ * runtime's hooks: those messages would be a protocol error. */
+static const struct brig_sync_handlers exec_handlers = {
+    .what = "exec",
+    .gone = "the process died before exec",
+    .seccomp_fd = exec_seccomp_fd,
+};
+
 static int drive_exec(const struct exec_ctx *x, int sync_fd, pid_t child, pid_t *pid, int *master,
                       brig_error_t *err)
 {
-    cleanup_free struct brig_sync_msg *msg = malloc(sizeof *msg);
-    if (msg == NULL)
-        return brig_error_set(err, ENOMEM, "exec");
-    for (;;) {
-        if (brig_sync_recv(sync_fd, msg, err) < 0) {
-            if ((*err)->errnum == EPIPE)
-                return brig_error_set(err, 0, "the process died before exec");
-            return -1;
-        }
-        switch (msg->type) {
-        case BRIG_SYNC_INIT_PID:
-            *pid = msg->value;
-            while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
-                ;
-            break;
-        case BRIG_SYNC_PTY_MASTER:
-            if (*master >= 0)
-                close(*master);
-            *master = msg->fd;
-            break;
-        case BRIG_SYNC_SECCOMP_FD: {
-            if (msg->fd < 0)
-                return brig_error_set(err, EPROTO, "sync: seccomp message without an fd");
-            cleanup_close int notify_fd = msg->fd;
-            if (*pid == 0 && brig_sync_await_pid(sync_fd, child, pid, err) < 0)
-                return -1;
-            if (hand_to_listener(x, *pid, notify_fd, err) < 0)
-                return -1;
-            break;
-        }
-        case BRIG_SYNC_READY:
-            return *pid == 0 ? brig_sync_await_pid(sync_fd, child, pid, err) : 0;
-        case BRIG_SYNC_ERROR:
-            return brig_error_from_message(err, msg->value, msg->payload);
-        default:
-            return brig_error_set(err, EPROTO, "sync: unexpected message %u", msg->type);
-        }
-    }
+    /* The handler only reads x: the cast is for the generic ctx. */
+    struct brig_sync_peer peer = { sync_fd, child, *pid, -1 };
+    int r = brig_sync_drive(&peer, &exec_handlers, (void *) x, err);
+    *pid = peer.pid;
+    *master = peer.pty_master;
+    return r;
 }
 
 static int spawn(const struct exec_ctx *x, bool paused, pid_t *pid, brig_error_t *err)
