@@ -46,11 +46,7 @@ int brig_cmd_run(int argc, char **argv)
     /* Signals are blocked before the container exists (its init unblocks
      * them for itself), so none is lost between create and the wait. */
     sigset_t forwarded, old;
-    sigfillset(&forwarded);
-    sigdelset(&forwarded, SIGSEGV);
-    sigdelset(&forwarded, SIGBUS);
-    sigdelset(&forwarded, SIGILL);
-    sigdelset(&forwarded, SIGFPE);
+    brig_forwarded_signals(&forwarded);
     if (!extra.detach)
         sigprocmask(SIG_BLOCK, &forwarded, &old);
     if (!extra.detach && !extra.no_subreaper)
