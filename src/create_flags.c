@@ -23,43 +23,45 @@ static const struct option create_flag_options[] = {
     { 0 },
 };
 
-static int create_flag_apply(int c, struct brig_create_options *o, struct create_flags *extra)
+/* Parser: one flag of the loop below. */
+static int create_flag_apply(int c, char **argv, struct brig_create_options *o,
+                             struct create_flags *extra)
 {
     switch (c) {
     case 'b':
         o->bundle = optarg;
-        return 0;
+        return BRIG_CLI_GO_ON;
     case CREATE_OPT_PID_FILE:
         o->pid_file = optarg;
-        return 0;
+        return BRIG_CLI_GO_ON;
     case CREATE_OPT_CONSOLE_SOCKET:
         extra->console_socket = optarg;
-        return 0;
+        return BRIG_CLI_GO_ON;
     case CREATE_OPT_NO_PIVOT:
         o->no_pivot = true;
-        return 0;
+        return BRIG_CLI_GO_ON;
     case CREATE_OPT_NO_NEW_KEYRING:
         o->no_new_keyring = true;
-        return 0;
+        return BRIG_CLI_GO_ON;
     case CREATE_OPT_PRESERVE_FDS:
-        return brig_parse_uint("--preserve-fds", optarg, &o->preserve_fds) ? 1 : 0;
+        return brig_parse_flag_uint("--preserve-fds", optarg, &o->preserve_fds);
     case 'd':
         extra->detach = true;
-        return 0;
+        return BRIG_CLI_GO_ON;
     case CREATE_OPT_KEEP:
         extra->keep = true;
-        return 0;
+        return BRIG_CLI_GO_ON;
     case CREATE_OPT_NO_SUBREAPER:
         extra->no_subreaper = true;
-        return 0;
+        return BRIG_CLI_GO_ON;
     case 't':
         o->terminal = true;
-        return 0;
+        return BRIG_CLI_GO_ON;
     case CREATE_OPT_PROFILE:
         o->profile = optarg;
-        return 0;
+        return BRIG_CLI_GO_ON;
     default:
-        return -1;
+        return brig_bad_option(argv);
     }
 }
 
@@ -83,14 +85,15 @@ int create_flags_parse(int argc, char **argv, const char *shortopts, const char 
     while ((c = getopt_long(argc, argv, shortopts, create_flag_options, NULL)) != -1) {
         if (c == 'h')
             return brig_usage(usage);
-        int r = create_flag_apply(c, o, extra);
-        if (r != 0)
-            return r < 0 ? brig_bad_option(argv) : r;
+        int done = create_flag_apply(c, argv, o, extra);
+        if (done != BRIG_CLI_GO_ON)
+            return done;
     }
-    if (brig_expect_args(argc, argv, 1, "container id") != 0)
-        return 1;
+    int done = brig_parse_args(argc, argv, 1, 1, "container id");
+    if (done != BRIG_CLI_GO_ON)
+        return done;
     o->id = argv[optind];
     o->console_socket = extra->console_socket;
     o->listen_fds = listen_fds_from_env();
-    return -1;
+    return BRIG_CLI_GO_ON;
 }

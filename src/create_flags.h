@@ -37,8 +37,7 @@ enum {
     CREATE_OPT_PROFILE,
 };
 
-/* Parses create/run's flags and the id. Returns -1 to go on, else the
- * exit status (0 after --help, 1 after a reported error). */
+/* Parser (cli.h): create/run's flags and the id. */
 int create_flags_parse(int argc, char **argv, const char *shortopts, const char *usage,
                        struct brig_create_options *o, struct create_flags *extra);
 

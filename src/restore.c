@@ -29,7 +29,7 @@ int brig_cmd_restore(int argc, char **argv)
 {
     struct criu_flags f;
     int done = criu_flags_parse(argc, argv, true, usage, &f);
-    if (done >= 0)
+    if (done != BRIG_CLI_GO_ON)
         return done;
     struct brig_restore_options o = {
         .root = brig_globals.root,

@@ -35,7 +35,7 @@ int brig_cmd_run(int argc, char **argv)
     struct brig_create_options o;
     struct create_flags extra;
     int done = create_flags_parse(argc, argv, "+b:dth", usage, &o, &extra);
-    if (done >= 0)
+    if (done != BRIG_CLI_GO_ON)
         return done;
     int master = -1;
     /* In the foreground without a console socket, brig itself is the

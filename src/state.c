@@ -12,7 +12,7 @@ static const char usage[] =
 int brig_cmd_state(int argc, char **argv)
 {
     int done = brig_parse_plain(argc, argv, usage, 1, "container id");
-    if (done >= 0)
+    if (done != BRIG_CLI_GO_ON)
         return done;
     brig_error_t err = NULL;
     struct brig_state *st = NULL;
