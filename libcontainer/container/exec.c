@@ -76,12 +76,12 @@ static int open_exec_cgroup(const struct brig_state *st, const char *sub, brig_e
     if (sub && *sub) {
         cleanup_free char *clean = brig_path_clean(sub);
         if (clean == NULL)
-            return brig_error_set(err, ENOMEM, "--cgroup");
+            return brig_error_set(err, ENOMEM, "sub-cgroup `%s`", sub);
         /* Cleaned as an absolute path, ".." can't climb above the
          * container's cgroup. */
         const char *rel = clean[0] == '/' ? clean + 1 : clean;
         if (asprintf(&path, "%s/%s", st->cgroup_path, rel) < 0)
-            return brig_error_set(err, ENOMEM, "--cgroup");
+            return brig_error_set(err, ENOMEM, "sub-cgroup `%s`", sub);
         if (mkdir(path, 0755) < 0 && errno != EEXIST)
             return brig_error_set(err, errno, "create sub-cgroup `%s`", path);
     } else if ((path = strdup(st->cgroup_path)) == NULL) {
