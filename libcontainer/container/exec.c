@@ -250,30 +250,21 @@ static int spawn(const struct exec_ctx *x, bool paused, pid_t *pid, brig_error_t
      * brig's file, if it was left for later, is made now, by us. */
     if (brig_selfexe_finish(err) < 0)
         return -1;
-    struct brig_ns_join join;
+    cleanup_ns_join struct brig_ns_join join = BRIG_NS_JOIN_NONE;
     if (open_init_namespaces(st->pid, &join, err) < 0)
         return -1;
-    int cg = open_exec_cgroup(st, o->cgroup, err);
-    if (cg == -1) {
-        brig_ns_join_close(&join);
+    cleanup_close int cg = open_exec_cgroup(st, o->cgroup, err); /* -2: none */
+    if (cg == -1)
         return -1;
-    }
     int pair[2];
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0) {
-        brig_ns_join_close(&join);
-        if (cg >= 0)
-            close(cg);
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
         return brig_error_set(err, errno, "create sync socket");
-    }
     cleanup_close int sync_fd = pair[0];
+    cleanup_close int child_fd = pair[1];
     int back[2] = { -1, -1 };
     bool direct = join.fd[BRIG_NS_USER] < 0;
     if (direct && enter_for_children(&join, back, err) < 0) {
         leave_for_children(back);
-        brig_ns_join_close(&join);
-        close(pair[1]);
-        if (cg >= 0)
-            close(cg);
         return -1;
     }
     /* Into a frozen cgroup (--ignore-paused) the process would freeze
@@ -287,17 +278,16 @@ static int spawn(const struct exec_ctx *x, bool paused, pid_t *pid, brig_error_t
     }
     if (child == 0) {
         close(sync_fd);
-        exec_child(x, &join, direct, pair[1]);
+        exec_child(x, &join, direct, child_fd);
     }
     int saved = errno;
     leave_for_children(back);
-    close(pair[1]);
+    /* Our copy of the child's end goes now, so that a child that dies
+     * shows as EPIPE; the namespace fds were only for the child. */
+    close(brig_steal_fd(child_fd));
     brig_ns_join_close(&join);
-    if (child < 0) {
-        if (cg >= 0)
-            close(cg);
+    if (child < 0)
         return brig_error_set(err, saved, "clone");
-    }
     int master = -1;
     *pid = direct ? child : 0;
     int r = drive_exec(x, sync_fd, child, pid, &master, err);
@@ -311,8 +301,6 @@ static int spawn(const struct exec_ctx *x, bool paused, pid_t *pid, brig_error_t
         if (procs >= 0)
             close(procs);
     }
-    if (cg >= 0)
-        close(cg);
     if (r == 0 && master >= 0 && o->console_socket)
         r = brig_terminal_send_to_socket(o->console_socket, master, err);
     if (r == 0 && master >= 0 && o->pty_master)

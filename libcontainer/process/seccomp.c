@@ -202,11 +202,6 @@ void brig_seccomp_free(struct brig_seccomp_filter *f)
     free(f);
 }
 
-static void filter_freep(struct brig_seccomp_filter **f)
-{
-    brig_seccomp_free(*f);
-}
-
 int brig_seccomp_has_notify(const struct brig_seccomp_filter *f)
 {
     return f && f->notify;
@@ -390,7 +385,7 @@ int brig_seccomp_compile(const struct brig_seccomp *s, struct brig_seccomp_filte
         return brig_error_set(err, 0, "linux.seccomp.defaultAction: SCMP_ACT_NOTIFY can't be"
                                       " the default action");
 
-    __attribute__((cleanup(filter_freep))) struct brig_seccomp_filter *f = calloc(1, sizeof *f);
+    cleanup_seccomp_filter struct brig_seccomp_filter *f = calloc(1, sizeof *f);
     if (f == NULL)
         return brig_error_set(err, ENOMEM, "seccomp filter");
     f->ctx = seccomp_init(def);

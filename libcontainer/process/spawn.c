@@ -224,7 +224,7 @@ int brig_process_spawn_init(const struct brig_init_config *cfg, pid_t *init_pid,
     if (fifo_fd < 0)
         return brig_error_set(err, errno, "open exec fifo");
 
-    struct brig_ns_join join;
+    cleanup_ns_join struct brig_ns_join join = BRIG_NS_JOIN_NONE;
     if (brig_ns_open_paths(cfg->spec, &join, err) < 0)
         return -1;
     int flags = brig_process_clone_flags(cfg->spec);
@@ -238,10 +238,8 @@ int brig_process_spawn_init(const struct brig_init_config *cfg, pid_t *init_pid,
      * an init that is born alone in a new pid namespace; in any other case
      * by us, now, before anything enters. */
     bool guard_self = brig_selfexe_deferred_fd() >= 0 && !two_step && (flags & CLONE_NEWPID);
-    if (!guard_self && brig_selfexe_finish(err) < 0) {
-        brig_ns_join_close(&join);
+    if (!guard_self && brig_selfexe_finish(err) < 0)
         return -1;
-    }
     bool wait_cgroup = false;
     pid_t child = -1;
     if (cfg->cgroup_fd >= 0) {
@@ -250,11 +248,8 @@ int brig_process_spawn_init(const struct brig_init_config *cfg, pid_t *init_pid,
     }
     if (cfg->cgroup_fd < 0 || wait_cgroup)
         child = brig_clone_fork(clone_flags);
-    if (child < 0) {
-        int saved = errno;
-        brig_ns_join_close(&join);
-        return brig_error_set(err, saved, "clone container init");
-    }
+    if (child < 0)
+        return brig_error_set(err, errno, "clone container init");
     if (child == 0) {
         close(sync_fd);
         child_main(cfg, &join, two_step, wait_cgroup, guard_self, child_fd, fifo_fd);

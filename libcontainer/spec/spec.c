@@ -19,11 +19,6 @@ static void tree_freep(yajl_val *v)
 }
 #define cleanup_tree __attribute__((cleanup(tree_freep)))
 
-static void spec_freep(struct brig_spec **s)
-{
-    brig_spec_free(*s);
-}
-
 static void process_freep(struct brig_process **p)
 {
     brig_process_free(*p);
@@ -434,7 +429,7 @@ int brig_spec_parse(const char *json, size_t len, const char *origin, struct bri
 {
     struct brig_json_ctx c = { .origin = origin ? origin : "config.json", .err = err };
     cleanup_tree yajl_val tree = NULL;
-    __attribute__((cleanup(spec_freep))) struct brig_spec *spec = NULL;
+    cleanup_spec struct brig_spec *spec = NULL;
 
     *out = NULL;
     if (parse_tree(&c, json, len, &tree) < 0)
