@@ -19,7 +19,7 @@ int brig_cmd_checkpoint(int argc, char **argv)
 {
     struct criu_flags f;
     int done = criu_flags_parse(argc, argv, false, usage, &f);
-    if (done >= 0)
+    if (done != BRIG_CLI_GO_ON)
         return done;
     struct brig_checkpoint_options o = {
         .root = brig_globals.root,

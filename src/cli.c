@@ -125,7 +125,7 @@ void brig_warn(brig_error_t *warning)
     brig_error_release(warning);
 }
 
-int brig_parse_uint(const char *flag, const char *value, int *out)
+int brig_parse_flag_uint(const char *flag, const char *value, int *out)
 {
     char *end;
     errno = 0;
@@ -133,7 +133,7 @@ int brig_parse_uint(const char *flag, const char *value, int *out)
     if (errno || *end || end == value || v < 0 || v > 1 << 20)
         return brig_fail_msg("%s: invalid value `%s` for %s", brig_command_name, value, flag);
     *out = (int) v;
-    return 0;
+    return BRIG_CLI_GO_ON;
 }
 
 int brig_usage(const char *text)
@@ -142,16 +142,26 @@ int brig_usage(const char *text)
     return 0;
 }
 
-int brig_expect_args(int argc, char **argv, int n, const char *what)
+int brig_parse_args(int argc, char **argv, int min, int max, const char *what)
 {
     int have = argc - optind;
-    if (have == n)
-        return 0;
-    if (have < n)
+    if (have < min)
         return brig_fail_msg("%s: missing %s (see `brig %s --help`)", brig_command_name, what,
                              brig_command_name);
-    return brig_fail_msg("%s: unexpected argument `%s` (see `brig %s --help`)", brig_command_name,
-                         argv[optind + n], brig_command_name);
+    if (have > max)
+        return brig_fail_msg("%s: unexpected argument `%s` (see `brig %s --help`)",
+                             brig_command_name, argv[optind + max], brig_command_name);
+    return BRIG_CLI_GO_ON;
+}
+
+int brig_expect_args(int argc, char **argv, int n, const char *what)
+{
+    return brig_parse_args(argc, argv, n, n, what) == BRIG_CLI_GO_ON ? 0 : 1;
+}
+
+int brig_parse_uint(const char *flag, const char *value, int *out)
+{
+    return brig_parse_flag_uint(flag, value, out) == BRIG_CLI_GO_ON ? 0 : 1;
 }
 
 int brig_bad_option(char **argv)
@@ -193,7 +203,7 @@ int brig_parse_plain(int argc, char **argv, const char *usage, int n_args, const
     int c;
     while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1)
         return c == 'h' ? brig_usage(usage) : brig_bad_option(argv);
-    return brig_expect_args(argc, argv, n_args, what) != 0 ? 1 : -1;
+    return brig_parse_args(argc, argv, n_args, n_args, what);
 }
 
 int brig_ms_until(const struct timespec *t)

@@ -20,7 +20,7 @@ int brig_cmd_create(int argc, char **argv)
     struct brig_create_options o;
     struct create_flags extra;
     int done = create_flags_parse(argc, argv, "+b:h", usage, &o, &extra);
-    if (done >= 0)
+    if (done != BRIG_CLI_GO_ON)
         return done;
     if (extra.detach || extra.keep || extra.no_subreaper || o.terminal)
         return brig_fail_msg("create: --detach, --keep, --no-subreaper and --tty are options of run");
@@ -28,8 +28,8 @@ int brig_cmd_create(int argc, char **argv)
     int r = create_prepare(&o, &extra, &cb);
     brig_error_t err = NULL;
     pid_t pid;
-    if (r == 0 && brig_container_create(&o, &pid, &err) < 0)
-        r = brig_fail(&err);
+    if (r == BRIG_CLI_GO_ON)
+        r = brig_container_create(&o, &pid, &err) < 0 ? brig_fail(&err) : 0;
     create_bundle_clear(&cb);
     return r;
 }

@@ -2,6 +2,7 @@
 #include "create_flags.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -24,43 +25,45 @@ static const struct option create_flag_options[] = {
     { 0 },
 };
 
-static int create_flag_apply(int c, struct brig_create_options *o, struct create_flags *extra)
+/* Parser: one flag of the loop below. */
+static int create_flag_apply(int c, char **argv, struct brig_create_options *o,
+                             struct create_flags *extra)
 {
     switch (c) {
     case 'b':
         o->bundle = optarg;
-        return 0;
+        return BRIG_CLI_GO_ON;
     case CREATE_OPT_PID_FILE:
         o->pid_file = optarg;
-        return 0;
+        return BRIG_CLI_GO_ON;
     case CREATE_OPT_CONSOLE_SOCKET:
         extra->console_socket = optarg;
-        return 0;
+        return BRIG_CLI_GO_ON;
     case CREATE_OPT_NO_PIVOT:
         o->no_pivot = true;
-        return 0;
+        return BRIG_CLI_GO_ON;
     case CREATE_OPT_NO_NEW_KEYRING:
         o->no_new_keyring = true;
-        return 0;
+        return BRIG_CLI_GO_ON;
     case CREATE_OPT_PRESERVE_FDS:
-        return brig_parse_uint("--preserve-fds", optarg, &o->preserve_fds) ? 1 : 0;
+        return brig_parse_flag_uint("--preserve-fds", optarg, &o->preserve_fds);
     case 'd':
         extra->detach = true;
-        return 0;
+        return BRIG_CLI_GO_ON;
     case CREATE_OPT_KEEP:
         extra->keep = true;
-        return 0;
+        return BRIG_CLI_GO_ON;
     case CREATE_OPT_NO_SUBREAPER:
         extra->no_subreaper = true;
-        return 0;
+        return BRIG_CLI_GO_ON;
     case 't':
         o->terminal = true;
-        return 0;
+        return BRIG_CLI_GO_ON;
     case CREATE_OPT_PROFILE:
         extra->profile = optarg;
-        return 0;
+        return BRIG_CLI_GO_ON;
     default:
-        return -1;
+        return brig_bad_option(argv);
     }
 }
 
@@ -84,16 +87,17 @@ int create_flags_parse(int argc, char **argv, const char *shortopts, const char 
     while ((c = getopt_long(argc, argv, shortopts, create_flag_options, NULL)) != -1) {
         if (c == 'h')
             return brig_usage(usage);
-        int r = create_flag_apply(c, o, extra);
-        if (r != 0)
-            return r < 0 ? brig_bad_option(argv) : r;
+        int done = create_flag_apply(c, argv, o, extra);
+        if (done != BRIG_CLI_GO_ON)
+            return done;
     }
-    if (brig_expect_args(argc, argv, 1, "container id") != 0)
-        return 1;
+    int done = brig_parse_args(argc, argv, 1, 1, "container id");
+    if (done != BRIG_CLI_GO_ON)
+        return done;
     o->id = argv[optind];
     o->console_socket = extra->console_socket;
     o->listen_fds = listen_fds_from_env();
-    return -1;
+    return BRIG_CLI_GO_ON;
 }
 
 int create_prepare(struct brig_create_options *o, const struct create_flags *extra,
@@ -113,9 +117,12 @@ int create_prepare(struct brig_create_options *o, const struct create_flags *ext
     if (p && !terminal && o->console_socket)
         return brig_fail_msg("--console-socket needs process.terminal to be true in %s",
                              cb->bundle.config_path);
+    if (extra->profile && strcmp(extra->profile, BRIG_PROFILE_SANDBOX) != 0)
+        return brig_fail_msg("--profile: unknown profile `%s` (known: %s)", extra->profile,
+                             BRIG_PROFILE_SANDBOX);
     if (brig_sandbox_prepare(o, extra->profile, NULL, &cb->sandbox, &err) < 0)
         return brig_fail(&err);
-    return 0;
+    return BRIG_CLI_GO_ON;
 }
 
 void create_bundle_clear(struct create_bundle *cb)

@@ -46,15 +46,14 @@ enum {
     CREATE_OPT_PROFILE,
 };
 
-/* Parses create/run's flags and the id. Returns -1 to go on, else the
- * exit status (0 after --help, 1 after a reported error). */
+/* Parser (cli.h): create/run's flags and the id. */
 int create_flags_parse(int argc, char **argv, const char *shortopts, const char *usage,
                        struct brig_create_options *o, struct create_flags *extra);
 
-/* Loads the bundle into cb, checks what the flags say of its terminal,
- * and applies the sandbox profile when --profile or the annotation asks.
- * Returns 0 to go on, else the exit status (the error reported); cb is
- * the caller's to clear either way. */
+/* Parser's kin: loads the bundle into cb, checks what the flags say of
+ * its terminal, and applies the sandbox profile when --profile or the
+ * annotation asks. Returns BRIG_CLI_GO_ON or the exit status (the error
+ * reported); cb is the caller's to clear either way. */
 int create_prepare(struct brig_create_options *o, const struct create_flags *extra,
                    struct create_bundle *cb);
 void create_bundle_clear(struct create_bundle *cb);

@@ -75,7 +75,8 @@ static const char *flag_name(int c)
     return "?";
 }
 
-static int apply(int c, struct criu_flags *f)
+/* Parser: one flag of the loop below. */
+static int apply(int c, char **argv, struct criu_flags *f)
 {
     brig_error_t err = NULL;
     switch (c) {
@@ -95,7 +96,11 @@ static int apply(int c, struct criu_flags *f)
     case OPT_NO_SUBREAPER: f->no_subreaper = true; break;
     case OPT_NO_PIVOT: break; /* criu pivots into the restored root itself */
     case OPT_MANAGE_CGROUPS_MODE:
-        return brig_cg_mode_parse(optarg, &f->criu.cg_mode, &err) < 0 ? brig_fail(&err) : 0;
+        if (brig_cg_mode_parse(optarg, &f->criu.cg_mode, &err) < 0) {
+            brig_error_wrap(&err, "--manage-cgroups-mode");
+            return brig_fail(&err);
+        }
+        break;
     /* Refused rather than ignored: a user relying on one must know. */
     case OPT_EMPTY_NS:
     case OPT_LAZY_PAGES:
@@ -109,9 +114,9 @@ static int apply(int c, struct criu_flags *f)
         return brig_fail_msg("%s: --console-socket is not supported (a container with a terminal "
                              "can't be checkpointed)", brig_command_name);
     default:
-        return -1;
+        return brig_bad_option(argv);
     }
-    return 0;
+    return BRIG_CLI_GO_ON;
 }
 
 int criu_flags_parse(int argc, char **argv, bool restore, const char *usage,
@@ -125,12 +130,13 @@ int criu_flags_parse(int argc, char **argv, bool restore, const char *usage,
         if ((restore && for_checkpoint_only(c)) || (!restore && for_restore_only(c)))
             return brig_fail_msg("%s: unknown option `--%s` (it is an option of %s)",
                                  brig_command_name, flag_name(c), restore ? "checkpoint" : "restore");
-        int r = apply(c, out);
-        if (r != 0)
-            return r < 0 ? brig_bad_option(argv) : r;
+        int done = apply(c, argv, out);
+        if (done != BRIG_CLI_GO_ON)
+            return done;
     }
-    if (brig_expect_args(argc, argv, 1, "container id") != 0)
-        return 1;
+    int done = brig_parse_args(argc, argv, 1, 1, "container id");
+    if (done != BRIG_CLI_GO_ON)
+        return done;
     out->id = argv[optind];
-    return -1;
+    return BRIG_CLI_GO_ON;
 }

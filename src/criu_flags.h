@@ -30,9 +30,8 @@ struct criu_flags {
     const char *id;
 };
 
-/* Parses the flags of checkpoint (restore false) or restore, and the id.
- * Returns -1 to go on, else the exit status (0 after --help, 1 after a
- * reported error). */
+/* Parser (cli.h): the flags of checkpoint (restore false) or restore, and
+ * the id. */
 int criu_flags_parse(int argc, char **argv, bool restore, const char *usage,
                      struct criu_flags *out);
 

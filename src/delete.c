@@ -26,13 +26,17 @@ int brig_cmd_delete(int argc, char **argv)
         else
             return c == 'h' ? brig_usage(usage) : brig_bad_option(argv);
     }
-    if (brig_expect_args(argc, argv, 1, "container id") != 0)
-        return 1;
+    int done = brig_parse_args(argc, argv, 1, 1, "container id");
+    if (done != BRIG_CLI_GO_ON)
+        return done;
     brig_error_t err = NULL, warning = NULL;
     if (brig_container_delete(brig_globals.root, argv[optind], force, &warning, &err) < 0) {
         /* A live container: the flag that would have deleted it. */
-        if (err->errnum == EBUSY)
-            return brig_fail_msg("%s (use --force)", err->msg);
+        if (err->errnum == EBUSY) {
+            int status = brig_fail_msg("%s (use --force)", err->msg);
+            brig_error_release(&err);
+            return status;
+        }
         return brig_fail(&err);
     }
     brig_warn(&warning);

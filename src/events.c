@@ -106,8 +106,9 @@ int brig_cmd_events(int argc, char **argv)
         else if (c != 'i')
             return brig_bad_option(argv);
     }
-    if (brig_expect_args(argc, argv, 1, "container id") != 0)
-        return 1;
+    int done = brig_parse_args(argc, argv, 1, 1, "container id");
+    if (done != BRIG_CLI_GO_ON)
+        return done;
     const char *id = argv[optind];
     brig_error_t err = NULL;
     struct brig_cgroup_stats s;

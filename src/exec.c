@@ -189,7 +189,7 @@ static int parse_flags(int argc, char **argv, struct exec_flags *f, struct brig_
         { "help", no_argument, NULL, 'h' },
         { 0 },
     };
-    int c;
+    int c, done;
     while ((c = getopt_long(argc, argv, "+p:te:u:g:c:dh", opts, NULL)) != -1) {
         uint32_t gid;
         switch (c) {
@@ -222,8 +222,9 @@ static int parse_flags(int argc, char **argv, struct exec_flags *f, struct brig_
         case 'd': f->detach = true; break;
         case OPT_PID_FILE: f->pid_file = optarg; break;
         case OPT_PRESERVE_FDS:
-            if (brig_parse_uint("--preserve-fds", optarg, &o->preserve_fds))
-                return 1;
+            if ((done = brig_parse_flag_uint("--preserve-fds", optarg, &o->preserve_fds))
+                != BRIG_CLI_GO_ON)
+                return done;
             break;
         case OPT_CGROUP: o->cgroup = optarg; break;
         case OPT_IGNORE_PAUSED: o->ignore_paused = true; break;
@@ -232,11 +233,11 @@ static int parse_flags(int argc, char **argv, struct exec_flags *f, struct brig_
                 return brig_fail_msg("exec: invalid --timeout `%s`", optarg);
             break;
         case OPT_IGNORED: break;
-        case 'h': return brig_usage(usage) - 1; /* -1: done, exit 0 */
+        case 'h': return brig_usage(usage);
         default: return brig_bad_option(argv);
         }
     }
-    return 0;
+    return BRIG_CLI_GO_ON;
 }
 
 /* Closes what load_process kept open (the lock goes with the dir fd). */
@@ -261,11 +262,7 @@ static int exec_and_wait(const struct brig_exec_options *o, bool detach, const c
     if (detach && timeout_ms > 0)
         return brig_fail_msg("exec: --timeout needs the foreground (no --detach)");
     sigset_t forwarded;
-    sigfillset(&forwarded);
-    sigdelset(&forwarded, SIGSEGV);
-    sigdelset(&forwarded, SIGBUS);
-    sigdelset(&forwarded, SIGILL);
-    sigdelset(&forwarded, SIGFPE);
+    brig_forwarded_signals(&forwarded);
     if (!detach) {
         sigprocmask(SIG_BLOCK, &forwarded, NULL);
         /* The process is our grandchild: adopt it to wait for it. */
@@ -273,8 +270,18 @@ static int exec_and_wait(const struct brig_exec_options *o, bool detach, const c
     }
     brig_error_t err = NULL;
     pid_t pid;
+    /* What the flags say of the terminal, in the flags' words. */
+    if (o->process->terminal && !o->console_socket && !o->pty_master)
+        return brig_fail_msg("exec: a terminal needs --console-socket (or no --detach)");
+    if (!o->process->terminal && o->console_socket)
+        return brig_fail_msg("exec: --console-socket needs a terminal (--tty)");
     int started = brig_container_exec(o, &pid, &err);
     close_opened(opened, root_fd);
+    if (started < 0 && err->errnum == EBUSY && !o->ignore_paused) {
+        int status = brig_fail_msg("%s (--ignore-paused)", err->msg);
+        brig_error_release(&err);
+        return status;
+    }
     if (started < 0)
         return brig_fail(&err);
     if (pid_file && brig_write_pid_file(pid_file, pid, &err) < 0) {
@@ -336,10 +343,14 @@ int brig_cmd_exec(int argc, char **argv)
     struct exec_flags f = { 0 };
     struct brig_exec_options o = { .root = brig_globals.root };
     int r = parse_flags(argc, argv, &f, &o);
-    if (r != 0)
-        return r < 0 ? 0 : r;
-    if (optind >= argc)
-        return brig_expect_args(argc, argv, 1, "container id");
+    if (r == BRIG_CLI_GO_ON)
+        r = brig_parse_args(argc, argv, 1, argc, "container id");
+    if (r != BRIG_CLI_GO_ON) {
+        free(f.env);
+        free(f.caps);
+        free(f.gids);
+        return r;
+    }
     o.id = argv[optind];
     char **args = argv + optind + 1;
     int n_args = argc - optind - 1;

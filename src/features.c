@@ -84,7 +84,7 @@ static void gen_linux(yajl_gen g)
 int brig_cmd_features(int argc, char **argv)
 {
     int done = brig_parse_plain(argc, argv, usage, 0, "nothing");
-    if (done >= 0)
+    if (done != BRIG_CLI_GO_ON)
         return done;
     yajl_gen g = yajl_gen_alloc(NULL);
     if (g == NULL)

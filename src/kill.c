@@ -28,12 +28,12 @@ int brig_cmd_kill(int argc, char **argv)
         else
             return c == 'h' ? brig_usage(usage) : brig_bad_option(argv);
     }
-    int have = argc - optind;
-    if (have < 1 || have > 2)
-        return brig_expect_args(argc, argv, have < 1 ? 1 : 2, "container id");
+    int done = brig_parse_args(argc, argv, 1, 2, "container id");
+    if (done != BRIG_CLI_GO_ON)
+        return done;
     brig_error_t err = NULL;
     int sig = SIGTERM;
-    if (have == 2 && brig_signal_parse(argv[optind + 1], &sig, &err) < 0)
+    if (argc - optind == 2 && brig_signal_parse(argv[optind + 1], &sig, &err) < 0)
         return brig_fail(&err);
     if (brig_container_kill(brig_globals.root, argv[optind], sig, all, &err) < 0)
         return brig_fail(&err);

@@ -82,8 +82,9 @@ int brig_cmd_list(int argc, char **argv)
             return brig_bad_option(argv);
         }
     }
-    if (brig_expect_args(argc, argv, 0, "nothing") != 0)
-        return 1;
+    int done = brig_parse_args(argc, argv, 0, 0, "nothing");
+    if (done != BRIG_CLI_GO_ON)
+        return done;
     struct brig_container_entry *entries = NULL;
     size_t n = 0;
     brig_error_t err = NULL;

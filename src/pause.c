@@ -15,7 +15,7 @@ static int freeze_command(int argc, char **argv, const char *usage,
                           int (*fn)(const char *, const char *, brig_error_t *))
 {
     int done = brig_parse_plain(argc, argv, usage, 1, "container id");
-    if (done >= 0)
+    if (done != BRIG_CLI_GO_ON)
         return done;
     brig_error_t err = NULL;
     if (fn(brig_globals.root, argv[optind], &err) < 0)

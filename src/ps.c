@@ -124,8 +124,10 @@ int brig_cmd_ps(int argc, char **argv)
         else if (c != 'f')
             return brig_bad_option(argv);
     }
-    if (optind >= argc)
-        return brig_expect_args(argc, argv, 1, "container id");
+    /* What follows the id is ps's own arguments. */
+    int done = brig_parse_args(argc, argv, 1, argc, "container id");
+    if (done != BRIG_CLI_GO_ON)
+        return done;
     const char *id = argv[optind++];
     if (optind < argc && strcmp(argv[optind], "--") == 0)
         optind++;

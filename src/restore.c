@@ -29,7 +29,7 @@ int brig_cmd_restore(int argc, char **argv)
 {
     struct criu_flags f;
     int done = criu_flags_parse(argc, argv, true, usage, &f);
-    if (done >= 0)
+    if (done != BRIG_CLI_GO_ON)
         return done;
     struct brig_restore_options o = {
         .root = brig_globals.root,
@@ -41,11 +41,7 @@ int brig_cmd_restore(int argc, char **argv)
     };
     /* As run does: signals held from before the container exists. */
     sigset_t forwarded;
-    sigfillset(&forwarded);
-    sigdelset(&forwarded, SIGSEGV);
-    sigdelset(&forwarded, SIGBUS);
-    sigdelset(&forwarded, SIGILL);
-    sigdelset(&forwarded, SIGFPE);
+    brig_forwarded_signals(&forwarded);
     if (!f.detach)
         sigprocmask(SIG_BLOCK, &forwarded, NULL);
     if (!f.detach && !f.no_subreaper)

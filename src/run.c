@@ -35,7 +35,7 @@ int brig_cmd_run(int argc, char **argv)
     struct brig_create_options o;
     struct create_flags extra;
     int done = create_flags_parse(argc, argv, "+b:dth", usage, &o, &extra);
-    if (done >= 0)
+    if (done != BRIG_CLI_GO_ON)
         return done;
     int master = -1;
     /* In the foreground without a console socket, brig itself is the
@@ -46,11 +46,7 @@ int brig_cmd_run(int argc, char **argv)
     /* Signals are blocked before the container exists (its init unblocks
      * them for itself), so none is lost between create and the wait. */
     sigset_t forwarded, old;
-    sigfillset(&forwarded);
-    sigdelset(&forwarded, SIGSEGV);
-    sigdelset(&forwarded, SIGBUS);
-    sigdelset(&forwarded, SIGILL);
-    sigdelset(&forwarded, SIGFPE);
+    brig_forwarded_signals(&forwarded);
     if (!extra.detach)
         sigprocmask(SIG_BLOCK, &forwarded, &old);
     if (!extra.detach && !extra.no_subreaper)
@@ -61,9 +57,11 @@ int brig_cmd_run(int argc, char **argv)
     pid_t init;
     bool created = false;
     int prepared = create_prepare(&o, &extra, &cb);
-    int made = prepared == 0 ? brig_container_create_started(&o, &init, &created, &warning, &err) : -1;
+    int made = prepared == BRIG_CLI_GO_ON
+                   ? brig_container_create_started(&o, &init, &created, &warning, &err)
+                   : -1;
     create_bundle_clear(&cb);
-    if (prepared != 0)
+    if (prepared != BRIG_CLI_GO_ON)
         return prepared;
     if (made < 0) {
         /* A container that was created but failed to start goes too. */

@@ -197,8 +197,9 @@ int brig_cmd_spec(int argc, char **argv)
         default: return brig_bad_option(argv);
         }
     }
-    if (brig_expect_args(argc, argv, 0, "nothing") != 0)
-        return 1;
+    int done = brig_parse_args(argc, argv, 0, 0, "nothing");
+    if (done != BRIG_CLI_GO_ON)
+        return done;
     brig_error_t err = NULL;
     cleanup_free char *json = NULL, *path = NULL, *profile = NULL, *merged = NULL;
     if (asprintf(&path, "%s/config.json", bundle) < 0)

@@ -10,7 +10,7 @@ static const char usage[] =
 int brig_cmd_start(int argc, char **argv)
 {
     int done = brig_parse_plain(argc, argv, usage, 1, "container id");
-    if (done >= 0)
+    if (done != BRIG_CLI_GO_ON)
         return done;
     brig_error_t err = NULL, warning = NULL;
     if (brig_container_start(brig_globals.root, argv[optind], &warning, &err) < 0)

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "brig.h"
+#include "base/cleanup.h"
 #include "cli.h"
 #include "container/container.h"
 
@@ -12,19 +13,15 @@ static const char usage[] =
 int brig_cmd_state(int argc, char **argv)
 {
     int done = brig_parse_plain(argc, argv, usage, 1, "container id");
-    if (done >= 0)
+    if (done != BRIG_CLI_GO_ON)
         return done;
     brig_error_t err = NULL;
-    struct brig_state *st = NULL;
+    cleanup_state struct brig_state *st = NULL;
     enum brig_status status;
-    char *json = NULL;
+    cleanup_free char *json = NULL;
     if (brig_container_state(brig_globals.root, argv[optind], &st, &status, &err) < 0
-        || brig_state_to_json(st, status, true, &json, &err) < 0) {
-        brig_state_free(st);
+        || brig_state_to_json(st, status, true, &json, &err) < 0)
         return brig_fail(&err);
-    }
     printf("%s\n", json);
-    free(json);
-    brig_state_free(st);
     return 0;
 }

@@ -37,6 +37,8 @@ enum {
     OPT_KERNEL_MEMORY, OPT_CPU_RT_PERIOD, OPT_CPU_RT_RUNTIME, OPT_L3, OPT_MEMBW,
 };
 
+/* The parsers here follow cli.h: BRIG_CLI_GO_ON, or the exit status. */
+
 /* "512m", "1G", "100", "-1" → bytes. */
 static int parse_size(const char *flag, const char *text, int64_t *out)
 {
@@ -47,7 +49,7 @@ static int parse_size(const char *flag, const char *text, int64_t *out)
         goto bad;
     if (v == -1 && *end == '\0') {
         *out = -1;
-        return 0;
+        return BRIG_CLI_GO_ON;
     }
     static const char units[] = "kmgt";
     int shift = 0;
@@ -63,7 +65,7 @@ static int parse_size(const char *flag, const char *text, int64_t *out)
     if (*end || v < 0 || (shift && v > (INT64_MAX >> shift)))
         goto bad;
     *out = (int64_t) v << shift;
-    return 0;
+    return BRIG_CLI_GO_ON;
 bad:
     return brig_fail_msg("update: invalid size `%s` for %s", text, flag);
 }
@@ -76,7 +78,7 @@ static int parse_int(const char *flag, const char *text, int64_t *out)
     if (errno || end == text || *end)
         return brig_fail_msg("update: invalid number `%s` for %s", text, flag);
     *out = v;
-    return 0;
+    return BRIG_CLI_GO_ON;
 }
 
 static int load_resources_file(const char *path, struct brig_resources **out)
@@ -87,7 +89,7 @@ static int load_resources_file(const char *path, struct brig_resources **out)
     if (brig_read_file(strcmp(path, "-") == 0 ? "/dev/stdin" : path, &json, &len, &err) < 0
         || brig_resources_parse(json, len, path, out, &err) < 0)
         return brig_fail(&err);
-    return 0;
+    return BRIG_CLI_GO_ON;
 }
 
 /* Lazily allocated sections of the resources the flags fill in. */
@@ -105,38 +107,53 @@ static struct brig_cpu *cpu_of(struct brig_resources *r)
     return r->cpu;
 }
 
-static int apply_flag(int c, struct brig_resources *r)
+static int out_of_memory(void)
+{
+    return brig_fail_msg("update: out of memory");
+}
+
+/* One limit flag into r. */
+static int apply_flag(int c, char **argv, struct brig_resources *r)
 {
     int64_t v = 0;
-    const char *flag = "option";
+    int done;
     switch (c) {
     case OPT_MEMORY:
     case OPT_MEMORY_RESERVATION:
     case OPT_MEMORY_SWAP: {
-        flag = c == OPT_MEMORY ? "--memory" : c == OPT_MEMORY_SWAP ? "--memory-swap" : "--memory-reservation";
+        const char *flag = c == OPT_MEMORY        ? "--memory"
+                           : c == OPT_MEMORY_SWAP ? "--memory-swap"
+                                                  : "--memory-reservation";
         struct brig_memory *m = memory_of(r);
-        if (m == NULL || parse_size(flag, optarg, &v))
-            return 1;
+        if (m == NULL)
+            return out_of_memory();
+        if ((done = parse_size(flag, optarg, &v)) != BRIG_CLI_GO_ON)
+            return done;
         if (c == OPT_MEMORY)
             m->has_limit = true, m->limit = v;
         else if (c == OPT_MEMORY_SWAP)
             m->has_swap = true, m->swap = v;
         else
             m->has_reservation = true, m->reservation = v;
-        return 0;
+        return BRIG_CLI_GO_ON;
     }
     case OPT_PIDS_LIMIT:
-        if (parse_int("--pids-limit", optarg, &v))
-            return 1;
+        if ((done = parse_int("--pids-limit", optarg, &v)) != BRIG_CLI_GO_ON)
+            return done;
         r->has_pids_limit = true;
         r->pids_limit = v;
-        return 0;
+        return BRIG_CLI_GO_ON;
     case OPT_CPU_SHARE:
     case OPT_CPU_QUOTA:
     case OPT_CPU_PERIOD: {
+        const char *flag = c == OPT_CPU_SHARE ? "--cpu-share"
+                           : c == OPT_CPU_QUOTA ? "--cpu-quota"
+                                                : "--cpu-period";
         struct brig_cpu *cpu = cpu_of(r);
-        if (cpu == NULL || parse_int(c == OPT_CPU_SHARE ? "--cpu-share" : c == OPT_CPU_QUOTA ? "--cpu-quota" : "--cpu-period", optarg, &v))
-            return 1;
+        if (cpu == NULL)
+            return out_of_memory();
+        if ((done = parse_int(flag, optarg, &v)) != BRIG_CLI_GO_ON)
+            return done;
         if (c == OPT_CPU_QUOTA)
             cpu->has_quota = true, cpu->quota = v;
         else if (v < 0)
@@ -145,30 +162,30 @@ static int apply_flag(int c, struct brig_resources *r)
             cpu->has_shares = true, cpu->shares = (uint64_t) v;
         else
             cpu->has_period = true, cpu->period = (uint64_t) v;
-        return 0;
+        return BRIG_CLI_GO_ON;
     }
     case OPT_CPUSET_CPUS:
     case OPT_CPUSET_MEMS: {
         struct brig_cpu *cpu = cpu_of(r);
         char **slot = cpu ? (c == OPT_CPUSET_CPUS ? &cpu->cpus : &cpu->mems) : NULL;
         if (slot == NULL)
-            return 1;
+            return out_of_memory();
         free(*slot);
         *slot = strdup(optarg);
-        return *slot ? 0 : 1;
+        return *slot ? BRIG_CLI_GO_ON : out_of_memory();
     }
     case OPT_BLKIO_WEIGHT:
-        if (parse_int("--blkio-weight", optarg, &v))
-            return 1;
+        if ((done = parse_int("--blkio-weight", optarg, &v)) != BRIG_CLI_GO_ON)
+            return done;
         if (v < 10 || v > 1000)
             return brig_fail_msg("update: --blkio-weight must be within 10-1000, not %s", optarg);
         if (r->block_io == NULL && (r->block_io = calloc(1, sizeof *r->block_io)) == NULL)
-            return 1;
+            return out_of_memory();
         r->block_io->has_weight = true;
         r->block_io->weight = (uint16_t) v;
-        return 0;
+        return BRIG_CLI_GO_ON;
     case OPT_KERNEL_MEMORY:
-        return 0; /* cgroup v2 has no separate kernel memory limit */
+        return BRIG_CLI_GO_ON; /* cgroup v2 has no separate kernel memory limit */
     case OPT_CPU_RT_PERIOD:
     case OPT_CPU_RT_RUNTIME:
         return brig_fail_msg("update: realtime cpu limits are not supported on cgroup v2");
@@ -176,11 +193,13 @@ static int apply_flag(int c, struct brig_resources *r)
     case OPT_MEMBW:
         return brig_fail_msg("update: Intel RDT is not supported");
     default:
-        return -1;
+        return brig_bad_option(argv);
     }
 }
 
-int brig_cmd_update(int argc, char **argv)
+/* The flags and the id: the resources to apply in *r (replaced by the
+ * --resources file's when one is given). */
+static int parse_update(int argc, char **argv, struct brig_resources **r)
 {
     static const struct option opts[] = {
         { "resources", required_argument, NULL, 'r' },
@@ -203,40 +222,43 @@ int brig_cmd_update(int argc, char **argv)
         { "help", no_argument, NULL, 'h' },
         { 0 },
     };
-    struct brig_resources *r = calloc(1, sizeof *r);
     const char *file = NULL;
     bool any = false;
-    int c, rc = 0;
-    if (r == NULL)
-        return brig_fail_msg("update: out of memory");
-    while (rc == 0 && (c = getopt_long(argc, argv, "+r:h", opts, NULL)) != -1) {
-        if (c == 'h') {
-            brig_resources_free(r);
+    int c, done;
+    while ((c = getopt_long(argc, argv, "+r:h", opts, NULL)) != -1) {
+        if (c == 'h')
             return brig_usage(usage);
-        }
         if (c == 'r') {
             file = optarg;
             continue;
         }
-        int a = apply_flag(c, r);
-        rc = a < 0 ? brig_bad_option(argv) : a;
+        if ((done = apply_flag(c, argv, *r)) != BRIG_CLI_GO_ON)
+            return done;
         any = true;
     }
-    if (rc == 0 && brig_expect_args(argc, argv, 1, "container id") != 0)
-        rc = 1;
-    if (rc == 0 && file && any)
-        rc = brig_fail_msg("update: give either --resources or limit options, not both");
-    if (rc == 0 && file) {
-        brig_resources_free(r);
-        r = NULL;
-        rc = load_resources_file(file, &r);
-        any = true;
+    if ((done = brig_parse_args(argc, argv, 1, 1, "container id")) != BRIG_CLI_GO_ON)
+        return done;
+    if (file && any)
+        return brig_fail_msg("update: give either --resources or limit options, not both");
+    if (file) {
+        brig_resources_free(*r);
+        *r = NULL;
+        return load_resources_file(file, r);
     }
-    if (rc == 0 && !any)
-        rc = brig_fail_msg("update: nothing to change (see `brig update --help`)");
+    if (!any)
+        return brig_fail_msg("update: nothing to change (see `brig update --help`)");
+    return BRIG_CLI_GO_ON;
+}
+
+int brig_cmd_update(int argc, char **argv)
+{
+    struct brig_resources *r = calloc(1, sizeof *r);
+    if (r == NULL)
+        return out_of_memory();
+    int rc = parse_update(argc, argv, &r);
     brig_error_t err = NULL;
-    if (rc == 0 && brig_container_update(brig_globals.root, argv[optind], r, &err) < 0)
-        rc = brig_fail(&err);
+    if (rc == BRIG_CLI_GO_ON)
+        rc = brig_container_update(brig_globals.root, argv[optind], r, &err) < 0 ? brig_fail(&err) : 0;
     brig_resources_free(r);
     return rc;
 }

@@ -18,6 +18,15 @@
 #include "process/terminal.h"
 #include "base/utils.h"
 
+void brig_forwarded_signals(sigset_t *set)
+{
+    sigfillset(set);
+    sigdelset(set, SIGSEGV);
+    sigdelset(set, SIGBUS);
+    sigdelset(set, SIGILL);
+    sigdelset(set, SIGFPE);
+}
+
 static int exit_status(int wstatus)
 {
     if (WIFEXITED(wstatus))

@@ -1,9 +1,16 @@
-/* The foreground wait of run and exec. */
+/* The foreground wait of run, exec and restore. */
 #ifndef BRIG_WAIT_H
 #define BRIG_WAIT_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <sys/types.h>
+
+/* The signals brig forwards to the process it waits for: every one but the
+ * faults of brig's own code (SIGSEGV, SIGBUS, SIGILL, SIGFPE), which must
+ * still stop brig. The caller blocks them before the container exists, so
+ * none is lost before the wait reads them from a signalfd of this set. */
+void brig_forwarded_signals(sigset_t *set);
 
 /* Waits for `pid` (a child, or an orphan adopted as subreaper), forwarding
  * the signals read from the signalfd `sfd` to it and relaying stdin/stdout

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -46,28 +45,6 @@ ssize_t brig_read_all(int fd, void *buf, size_t len)
         got += (size_t) r;
     }
     return (ssize_t) got;
-}
-
-int brig_send_with_fd(int sock, const void *data, size_t len, int fd)
-{
-    struct iovec iov = { (void *) data, len };
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } control;
-    memset(&control, 0, sizeof control);
-    struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
-                        .msg_controllen = sizeof control.buf };
-    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &fd, sizeof(int));
-    ssize_t r;
-    do
-        r = sendmsg(sock, &m, MSG_NOSIGNAL);
-    while (r < 0 && errno == EINTR);
-    return r < 0 ? -1 : 0;
 }
 
 static int read_fd(int fd, const char *name, char **out, size_t *len, brig_error_t *err)

@@ -33,9 +33,6 @@ int brig_write_all(int fd, const void *buf, size_t len);
 /* Reads up to len bytes, retrying on EINTR and short reads; returns bytes read. */
 ssize_t brig_read_all(int fd, void *buf, size_t len);
 
-/* Sends `len` bytes with `fd` attached (SCM_RIGHTS) over a unix socket. */
-int brig_send_with_fd(int sock, const void *data, size_t len, int fd);
-
 /* Removes a directory tree below dirfd/name (no symlinks followed). */
 int brig_remove_tree_at(int dirfd, const char *name, brig_error_t *err);
 

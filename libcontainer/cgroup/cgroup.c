@@ -385,17 +385,17 @@ static int create_cgroup(const char *relative, const struct brig_resources *r, b
     const char *needed[BRIG_CGROUP_MAX_CONTROLLERS + 1];
     brig_cgroup_plan_controllers(w, n, needed);
     brig_cgroup_plan_free(w, n);
-    struct brig_cgroup cg = { NULL, -1 };
-    if (asprintf(&cg.path, "%s/%s", root, relative) < 0)
+    cleanup_cgroup struct brig_cgroup cg = BRIG_CGROUP_INIT;
+    if (asprintf(&cg.path, "%s/%s", root, relative) < 0) {
+        cg.path = NULL; /* undefined after a failure */
         return brig_error_set(err, ENOMEM, "cgroup");
+    }
     /* The parents first, with the controllers enabled down to them, then
      * the cgroup itself. */
     size_t depth = path_depth(relative);
     size_t first_new; /* of the parents; depth when all were there */
-    if (make_dirs(root, relative, depth - 1, &first_new, err) < 0) {
-        free(cg.path);
+    if (make_dirs(root, relative, depth - 1, &first_new, err) < 0)
         return -1;
-    }
     bool made = false, existed = false;
     int rc = enable_controllers(root, relative, needed, r, true, err);
     if (rc == 0 && mkdir(cg.path, 0755) == 0)
@@ -407,12 +407,13 @@ static int create_cgroup(const char *relative, const struct brig_resources *r, b
     if (rc == 0)
         rc = setup_new(r, &cg, existed, devices, err);
     if (rc < 0) {
-        brig_cgroup_close(&cg);
+        brig_cgroup_close(&cg); /* before its directory goes */
         /* What this create made: parents from first_new, and the cgroup. */
         undo_dirs(root, relative, first_new, made ? depth : depth - 1);
         return -1;
     }
     *out = cg;
+    cg = (struct brig_cgroup) BRIG_CGROUP_INIT; /* *out owns it now */
     return 0;
 }
 

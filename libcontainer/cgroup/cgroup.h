@@ -77,6 +77,10 @@ int brig_cgroup_create_without_devices(const char *relative, const struct brig_r
 /* Opens an existing one by absolute path (from the state file). */
 int brig_cgroup_open(const char *path, struct brig_cgroup *out, brig_error_t *err);
 void brig_cgroup_close(struct brig_cgroup *cg);
+/* A cgroup closed when it goes out of scope (base/cleanup.h); start it as
+ * BRIG_CGROUP_INIT so an early return finds nothing to close. */
+#define BRIG_CGROUP_INIT { NULL, -1 }
+#define cleanup_cgroup __attribute__((cleanup(brig_cgroup_close)))
 
 /* linux.resources.devices as a compiled device program (devices_bpf.c), kept
  * apart from the cgroup so create can attach it after the clone, while the

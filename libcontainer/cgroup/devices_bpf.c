@@ -1,6 +1,8 @@
 #define _GNU_SOURCE
-/* Device rules as a BPF_PROG_TYPE_CGROUP_DEVICE program, through the raw
- * bpf(2) system call.
+/* Device rules compiled into a BPF_PROG_TYPE_CGROUP_DEVICE program, and a
+ * tiny interpreter of it for the unit tests. Pure: nothing here talks to
+ * the kernel (devices_bpf_load.c does, and devices_bpf_attach.c puts the
+ * program on a cgroup).
  *
  * The program reads struct bpf_cgroup_dev_ctx once into registers
  *   r2 = device type (BPF_DEVCG_DEV_CHAR/BLOCK), r3 = requested access bits,
@@ -25,14 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "base/cleanup.h"
-
-/* The program's declared license; cgroup device programs call no helpers,
- * so the kernel doesn't care whether it is GPL-compatible. */
-#define BRIG_EBPF_LICENSE "Apache-2.0"
 
 enum { R0, R1, R2, R3, R4, R5 };
 #define ACC_ALL (BPF_DEVCG_ACC_MKNOD | BPF_DEVCG_ACC_READ | BPF_DEVCG_ACC_WRITE)
@@ -279,138 +275,6 @@ int brig_ebpf_devices_compile(const struct brig_device_rule *rules, size_t n, bo
     }
     *out = p.v;
     *len = p.n;
-    return 0;
-}
-
-/* ---- loading and attaching ------------------------------------------------------- */
-
-int brig_bpf(int cmd, union bpf_attr *attr)
-{
-    return (int) syscall(SYS_bpf, cmd, attr, sizeof *attr);
-}
-
-/* The verifier's log is a trace of every instruction followed by the
- * complaint; keep the complaint: the last line that is neither an
- * instruction ("12: (b7) ...") nor the closing statistics. */
-static void log_reason(const char *log, char *out, size_t size)
-{
-    *out = '\0';
-    for (const char *line = log; *line;) {
-        size_t len = strcspn(line, "\n");
-        bool insn_line = line[0] >= '0' && line[0] <= '9' && memchr(line, ':', len) != NULL;
-        bool stats = strncmp(line, "processed ", 10) == 0
-                     || strncmp(line, "verification time", 17) == 0;
-        if (len > 0 && !insn_line && !stats)
-            snprintf(out, size, "%.*s", (int) len, line);
-        line += len;
-        line += *line == '\n';
-    }
-}
-
-int brig_ebpf_devices_load(const struct bpf_insn *insns, size_t len, brig_error_t *err)
-{
-    union bpf_attr attr;
-    memset(&attr, 0, sizeof attr);
-    attr.prog_type = BPF_PROG_TYPE_CGROUP_DEVICE;
-    attr.insns = (uint64_t) (uintptr_t) insns;
-    attr.insn_cnt = (uint32_t) len;
-    attr.license = (uint64_t) (uintptr_t) BRIG_EBPF_LICENSE;
-    int fd = brig_bpf(BPF_PROG_LOAD, &attr);
-    if (fd >= 0)
-        return fd;
-    int saved = errno;
-    if (saved != EINVAL && saved != EACCES)
-        return brig_error_set(err, saved, "load device program");
-    /* Again with the verifier's log, only to say why. */
-    size_t log_size = 1 << 16;
-    cleanup_free char *log = calloc(1, log_size);
-    if (log) {
-        attr.log_level = 1;
-        attr.log_buf = (uint64_t) (uintptr_t) log;
-        attr.log_size = (uint32_t) log_size;
-        fd = brig_bpf(BPF_PROG_LOAD, &attr);
-        if (fd >= 0)
-            return fd;
-        char reason[256];
-        log_reason(log, reason, sizeof reason);
-        if (*reason)
-            return brig_error_set(err, saved, "load device program (verifier: %s)", reason);
-    }
-    return brig_error_set(err, saved, "load device program");
-}
-
-/* Ids of the device programs attached to this cgroup itself. */
-static int query_programs(int cgroup_fd, uint32_t **ids, uint32_t *count, brig_error_t *err)
-{
-    uint32_t cap = 64;
-    for (;;) {
-        cleanup_free uint32_t *buf = calloc(cap, sizeof *buf);
-        if (buf == NULL)
-            return brig_error_set(err, ENOMEM, "query device programs");
-        union bpf_attr attr;
-        memset(&attr, 0, sizeof attr);
-        attr.query.target_fd = (uint32_t) cgroup_fd;
-        attr.query.attach_type = BPF_CGROUP_DEVICE;
-        attr.query.prog_ids = (uint64_t) (uintptr_t) buf;
-        attr.query.prog_cnt = cap;
-        if (brig_bpf(BPF_PROG_QUERY, &attr) == 0) {
-            *ids = brig_steal_ptr(buf);
-            *count = attr.query.prog_cnt;
-            return 0;
-        }
-        if (errno != ENOSPC || attr.query.prog_cnt <= cap)
-            return brig_error_set(err, errno, "query device programs");
-        cap = attr.query.prog_cnt;
-    }
-}
-
-static int detach_program(int cgroup_fd, uint32_t id, brig_error_t *err)
-{
-    union bpf_attr attr;
-    memset(&attr, 0, sizeof attr);
-    attr.prog_id = id;
-    cleanup_close int fd = brig_bpf(BPF_PROG_GET_FD_BY_ID, &attr);
-    if (fd < 0)
-        return errno == ENOENT ? 0 : brig_error_set(err, errno, "device program %u", id);
-    memset(&attr, 0, sizeof attr);
-    attr.target_fd = (uint32_t) cgroup_fd;
-    attr.attach_bpf_fd = (uint32_t) fd;
-    attr.attach_type = BPF_CGROUP_DEVICE;
-    if (brig_bpf(BPF_PROG_DETACH, &attr) < 0 && errno != ENOENT)
-        return brig_error_set(err, errno, "detach device program %u", id);
-    return 0;
-}
-
-/* The new program goes in before the old ones leave: there is never a
- * moment without device rules. While both are attached, both must allow.
- * With the cache (devices_bpf_cache.c), an update to the same rules finds its
- * program attached already: it stays, and only the others leave. */
-int brig_ebpf_devices_attach(int cgroup_fd, const struct bpf_insn *insns, size_t len,
-                             brig_error_t *err)
-{
-    cleanup_free uint32_t *old = NULL;
-    uint32_t n_old = 0;
-    if (query_programs(cgroup_fd, &old, &n_old, err) < 0)
-        return -1;
-    cleanup_close int prog = brig_ebpf_devices_program(BRIG_EBPF_PIN_DIR, insns, len, err);
-    if (prog < 0)
-        return -1;
-    uint32_t id = 0;
-    bool attached = false;
-    if (n_old > 0 && brig_ebpf_program_id(prog, &id) == 0)
-        for (uint32_t i = 0; i < n_old; i++)
-            attached |= old[i] == id;
-    union bpf_attr attr;
-    memset(&attr, 0, sizeof attr);
-    attr.target_fd = (uint32_t) cgroup_fd;
-    attr.attach_bpf_fd = (uint32_t) prog;
-    attr.attach_type = BPF_CGROUP_DEVICE;
-    attr.attach_flags = BPF_F_ALLOW_MULTI;
-    if (!attached && brig_bpf(BPF_PROG_ATTACH, &attr) < 0)
-        return brig_error_set(err, errno, "attach device program");
-    for (uint32_t i = 0; i < n_old; i++)
-        if (!(attached && old[i] == id) && detach_program(cgroup_fd, old[i], err) < 0)
-            return -1;
     return 0;
 }
 

@@ -14,7 +14,11 @@
  * program; anything else there is ignored and the program is loaded as if
  * there were no cache. Where /sys/fs/bpf is not a bpffs, nothing is cached.
  * The cache costs one small program per distinct set of device rules until
- * reboot, or until someone removes the pins. */
+ * reboot, or until someone removes the pins.
+ *
+ * It sits between the attach step (devices_bpf_attach.c), which asks it
+ * for a program, and the loader (devices_bpf_load.c), which it calls on a
+ * miss. */
 #include "cgroup/devices_bpf.h"
 
 #include <errno.h>
@@ -31,17 +35,6 @@
 #ifndef BPF_FS_MAGIC
 #define BPF_FS_MAGIC 0xcafe4a11
 #endif
-
-static int prog_info(int fd, struct bpf_prog_info *info)
-{
-    memset(info, 0, sizeof *info);
-    union bpf_attr attr;
-    memset(&attr, 0, sizeof attr);
-    attr.info.bpf_fd = (uint32_t) fd;
-    attr.info.info_len = sizeof *info;
-    attr.info.info = (uint64_t) (uintptr_t) info;
-    return brig_bpf(BPF_OBJ_GET_INFO_BY_FD, &attr);
-}
 
 /* The pin directory, created if its parent is a bpffs; -1 when there is
  * no trustworthy one. */
@@ -85,7 +78,7 @@ static bool is_device_program(int fd)
     if (strcmp(target, "anon_inode:bpf-prog") != 0)
         return false;
     struct bpf_prog_info info;
-    return prog_info(fd, &info) == 0 && info.type == BPF_PROG_TYPE_CGROUP_DEVICE;
+    return brig_ebpf_program_info(fd, &info) == 0 && info.type == BPF_PROG_TYPE_CGROUP_DEVICE;
 }
 
 int brig_ebpf_devices_program(const char *pin_dir, const struct bpf_insn *insns, size_t len,
@@ -117,13 +110,4 @@ int brig_ebpf_devices_program(const char *pin_dir, const struct bpf_insn *insns,
     attr.bpf_fd = (uint32_t) fd;
     (void) brig_bpf(BPF_OBJ_PIN, &attr);
     return fd;
-}
-
-int brig_ebpf_program_id(int prog_fd, uint32_t *id)
-{
-    struct bpf_prog_info info;
-    if (prog_info(prog_fd, &info) < 0)
-        return -1;
-    *id = info.id;
-    return 0;
 }

@@ -11,29 +11,23 @@
 
 /* Opens the container with its cgroup; fails clearly when brig doesn't
  * manage one for it (--cgroup-manager=disabled). */
-static int open_with_cgroup(const char *root, const char *id, struct brig_state **st,
+static int open_with_cgroup(const char *root, const char *id, struct brig_state **out,
                             enum brig_status *status, struct brig_cgroup *cg, brig_error_t *err)
 {
     int root_fd = -1;
-    int dir_fd = brig_container_open(root, id, &root_fd, st, err);
+    cleanup_state struct brig_state *st = NULL;
+    cleanup_close int dir_fd = brig_container_open(root, id, &root_fd, &st, err);
     if (root_fd >= 0)
         close(root_fd);
     if (dir_fd < 0)
         return -1;
-    *status = brig_state_status(dir_fd, *st);
-    if (*(*st)->cgroup_path == '\0') {
-        brig_state_free(*st);
-        *st = NULL;
-        close(dir_fd);
+    *status = brig_state_status(dir_fd, st);
+    if (*st->cgroup_path == '\0')
         return brig_error_set(err, 0, "container `%s` has no cgroup managed by brig", id);
-    }
-    if (brig_cgroup_open((*st)->cgroup_path, cg, err) < 0) {
-        brig_state_free(*st);
-        *st = NULL;
-        close(dir_fd);
+    if (brig_cgroup_open(st->cgroup_path, cg, err) < 0)
         return -1;
-    }
-    return dir_fd;
+    *out = brig_steal_ptr(st);
+    return brig_steal_fd(dir_fd);
 }
 
 /* Runs fn on the container's cgroup, with the container locked. */
@@ -42,16 +36,15 @@ static int with_cgroup(const char *root, const char *id,
                                  const struct brig_cgroup *cg, void *arg, brig_error_t *err),
                        void *arg, brig_error_t *err)
 {
-    struct brig_state *st = NULL;
+    /* Released in reverse: the cgroup, the state, then the lock. */
+    cleanup_close int dir_fd = -1;
+    cleanup_state struct brig_state *st = NULL;
+    cleanup_cgroup struct brig_cgroup cg = BRIG_CGROUP_INIT;
     enum brig_status status;
-    struct brig_cgroup cg;
-    cleanup_close int dir_fd = open_with_cgroup(root, id, &st, &status, &cg, err);
+    dir_fd = open_with_cgroup(root, id, &st, &status, &cg, err);
     if (dir_fd < 0)
         return -1;
-    int r = fn(st, status, &cg, arg, err);
-    brig_cgroup_close(&cg);
-    brig_state_free(st);
-    return r;
+    return fn(st, status, &cg, arg, err);
 }
 
 static int set_frozen(const struct brig_state *st, enum brig_status status,

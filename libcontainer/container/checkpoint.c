@@ -34,7 +34,7 @@ int brig_cg_mode_parse(const char *name, enum brig_cg_mode *out, brig_error_t *e
             return 0;
         }
     }
-    return brig_error_set(err, 0, "--manage-cgroups-mode: unknown mode `%s` (soft, full, strict or ignore)",
+    return brig_error_set(err, 0, "unknown cgroup mode `%s` (soft, full, strict or ignore)",
                           name);
 }
 
@@ -111,7 +111,7 @@ int brig_criu_begin(struct brig_criu *c, const struct brig_criu_options *o, bool
 {
     *c = (struct brig_criu) { .image_fd = -1, .work_fd = -1, .log_name = log_name };
     if (o->image_path == NULL || *o->image_path == '\0')
-        return brig_error_set(err, 0, "--image-path is empty");
+        return brig_error_set(err, 0, "the image path is empty");
     if ((c->image_fd = open_dir(o->image_path, create_images, "image path", err)) < 0)
         return -1;
     c->work_path = o->work_path ? o->work_path : o->image_path;
@@ -331,12 +331,12 @@ static int add_external_netns(struct brig_criu *c, const struct brig_spec *spec,
 static int check_parent(int image_fd, const char *parent, brig_error_t *err)
 {
     if (parent[0] == '/')
-        return brig_error_set(err, 0, "--parent-path `%s`: must be relative to the image path", parent);
+        return brig_error_set(err, 0, "parent images `%s`: must be relative to the image path", parent);
     struct stat st;
     if (fstatat(image_fd, parent, &st, 0) < 0)
-        return brig_error_set(err, errno, "--parent-path `%s`", parent);
+        return brig_error_set(err, errno, "parent images `%s`", parent);
     if (!S_ISDIR(st.st_mode))
-        return brig_error_set(err, ENOTDIR, "--parent-path `%s`", parent);
+        return brig_error_set(err, ENOTDIR, "parent images `%s`", parent);
     return 0;
 }
 
@@ -406,12 +406,12 @@ int brig_container_checkpoint(const struct brig_checkpoint_options *o, brig_erro
     if (geteuid() != 0)
         return brig_error_set(err, EPERM, "checkpoint `%s`: criu needs root", o->id);
     cleanup_close int root_fd = -1;
-    struct brig_state *st = NULL;
+    cleanup_state struct brig_state *st = NULL;
     int dir_fd = brig_container_open(o->root, o->id, &root_fd, &st, err);
     if (dir_fd < 0)
         return -1;
     enum brig_status status = brig_state_status(dir_fd, st);
-    struct brig_spec *spec = NULL;
+    cleanup_spec struct brig_spec *spec = NULL;
     int r = 0;
     if (status != BRIG_STATUS_RUNNING && status != BRIG_STATUS_PAUSED)
         r = brig_error_set(err, 0, "container `%s` is %s, not running", o->id,
@@ -429,8 +429,6 @@ int brig_container_checkpoint(const struct brig_checkpoint_options *o, brig_erro
         r = dump(o, dir_fd, st, spec, err);
     if (r < 0)
         brig_error_wrap(err, "checkpoint `%s`", o->id);
-    brig_spec_free(spec);
-    brig_state_free(st);
     /* The lock is per open file: delete takes its own after this one goes. */
     close(dir_fd);
     if (r == 0 && !o->leave_running && !o->pre_dump) {

@@ -118,7 +118,7 @@ static int run_post_hooks(int dir_fd, const struct brig_state *st, enum brig_sta
     /* Most containers have no post* hooks: then the saved spec stays unread. */
     if (st->post_hooks == 0)
         return 0;
-    struct brig_spec *spec = NULL;
+    cleanup_spec struct brig_spec *spec = NULL;
     if (brig_container_load_spec(dir_fd, &spec, warning) < 0 || spec == NULL)
         return spec == NULL && *warning ? -1 : 0;
     cleanup_free char *json = NULL;
@@ -136,7 +136,6 @@ static int run_post_hooks(int dir_fd, const struct brig_state *st, enum brig_sta
             brig_error_release(&failed);
         }
     }
-    brig_spec_free(spec);
     return *warning ? -1 : r;
 }
 
@@ -214,7 +213,7 @@ int brig_container_start_opened(int dir_fd, const struct brig_state *st, brig_er
 int brig_container_start(const char *root, const char *id, brig_error_t *warning, brig_error_t *err)
 {
     cleanup_close int root_fd = -1;
-    struct brig_state *st = NULL;
+    cleanup_state struct brig_state *st = NULL;
     cleanup_close int dir_fd = brig_container_open(root, id, &root_fd, &st, err);
     if (dir_fd < 0)
         return -1;
@@ -225,7 +224,6 @@ int brig_container_start(const char *root, const char *id, brig_error_t *warning
                            brig_status_name(status));
     else
         r = brig_container_start_opened(dir_fd, st, warning, err);
-    brig_state_free(st);
     return r;
 }
 
@@ -275,7 +273,7 @@ static int signal_container(const struct brig_state *st, int sig, bool all, brig
 int brig_container_kill(const char *root, const char *id, int sig, bool all, brig_error_t *err)
 {
     cleanup_close int root_fd = -1;
-    struct brig_state *st = NULL;
+    cleanup_state struct brig_state *st = NULL;
     cleanup_close int dir_fd = brig_container_open(root, id, &root_fd, &st, err);
     if (dir_fd < 0)
         return -1;
@@ -285,7 +283,6 @@ int brig_container_kill(const char *root, const char *id, int sig, bool all, bri
         r = brig_error_set(err, 0, "container `%s` is %s", id, brig_status_name(status));
     else
         r = signal_container(st, sig, all, err);
-    brig_state_free(st);
     return r;
 }
 
@@ -312,7 +309,7 @@ int brig_container_delete(const char *root, const char *id, bool force, brig_err
                           brig_error_t *err)
 {
     cleanup_close int root_fd = -1;
-    struct brig_state *st = NULL;
+    cleanup_state struct brig_state *st = NULL;
     cleanup_close int dir_fd = brig_container_open(root, id, &root_fd, &st, err);
     if (dir_fd < 0) {
         /* `delete --force` of what isn't there is done already. */
@@ -348,7 +345,6 @@ int brig_container_delete(const char *root, const char *id, bool force, brig_err
         r = brig_error_wrap(err, "delete `%s`: %s", id, h->name);
     if (r == 0)
         r = brig_state_dir_remove(root_fd, dir_fd, id, err);
-    brig_state_free(st);
     return r;
 }
 

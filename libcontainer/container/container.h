@@ -104,7 +104,9 @@ struct brig_exec_options {
     const struct brig_opened_container *opened;
 };
 
-/* Starts a process in the running container; *pid is its pid here. */
+/* Starts a process in the running container; *pid is its pid here. A
+ * paused container, without ignore_paused, is an error whose errnum is
+ * EBUSY. */
 int brig_container_exec(const struct brig_exec_options *opts, pid_t *pid, brig_error_t *err);
 
 /* The spec the container was created from (kept in its state dir); *spec

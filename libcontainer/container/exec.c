@@ -77,12 +77,12 @@ static int open_exec_cgroup(const struct brig_state *st, const char *sub, brig_e
     if (sub && *sub) {
         cleanup_free char *clean = brig_path_clean(sub);
         if (clean == NULL)
-            return brig_error_set(err, ENOMEM, "--cgroup");
+            return brig_error_set(err, ENOMEM, "sub-cgroup `%s`", sub);
         /* Cleaned as an absolute path, ".." can't climb above the
          * container's cgroup. */
         const char *rel = clean[0] == '/' ? clean + 1 : clean;
         if (asprintf(&path, "%s/%s", st->cgroup_path, rel) < 0)
-            return brig_error_set(err, ENOMEM, "--cgroup");
+            return brig_error_set(err, ENOMEM, "sub-cgroup `%s`", sub);
         if (mkdir(path, 0755) < 0 && errno != EEXIST)
             return brig_error_set(err, errno, "create sub-cgroup `%s`", path);
     } else if ((path = strdup(st->cgroup_path)) == NULL) {
@@ -223,47 +223,29 @@ static int hand_to_listener(const struct exec_ctx *x, pid_t pid, int notify_fd, 
                                          notify_fd, pid, json, err);
 }
 
+static int exec_seccomp_fd(void *ctx, struct brig_sync_peer *peer, int notify_fd,
+                           brig_error_t *err)
+{
+    return hand_to_listener(ctx, peer->pid, notify_fd, err);
+}
+
+/* An exec'd process never enters a user namespace of its own, nor runs the
+ * runtime's hooks: those messages would be a protocol error. */
+static const struct brig_sync_handlers exec_handlers = {
+    .what = "exec",
+    .gone = "the process died before exec",
+    .seccomp_fd = exec_seccomp_fd,
+};
+
 static int drive_exec(const struct exec_ctx *x, int sync_fd, pid_t child, pid_t *pid, int *master,
                       brig_error_t *err)
 {
-    cleanup_free struct brig_sync_msg *msg = malloc(sizeof *msg);
-    if (msg == NULL)
-        return brig_error_set(err, ENOMEM, "exec");
-    for (;;) {
-        if (brig_sync_recv(sync_fd, msg, err) < 0) {
-            if ((*err)->errnum == EPIPE)
-                return brig_error_set(err, 0, "the process died before exec");
-            return -1;
-        }
-        switch (msg->type) {
-        case BRIG_SYNC_INIT_PID:
-            *pid = msg->value;
-            while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
-                ;
-            break;
-        case BRIG_SYNC_PTY_MASTER:
-            if (*master >= 0)
-                close(*master);
-            *master = msg->fd;
-            break;
-        case BRIG_SYNC_SECCOMP_FD: {
-            if (msg->fd < 0)
-                return brig_error_set(err, EPROTO, "sync: seccomp message without an fd");
-            cleanup_close int notify_fd = msg->fd;
-            if (*pid == 0 && brig_sync_await_pid(sync_fd, child, pid, err) < 0)
-                return -1;
-            if (hand_to_listener(x, *pid, notify_fd, err) < 0)
-                return -1;
-            break;
-        }
-        case BRIG_SYNC_READY:
-            return *pid == 0 ? brig_sync_await_pid(sync_fd, child, pid, err) : 0;
-        case BRIG_SYNC_ERROR:
-            return brig_error_from_message(err, msg->value, msg->payload);
-        default:
-            return brig_error_set(err, EPROTO, "sync: unexpected message %u", msg->type);
-        }
-    }
+    /* The handler only reads x: the cast is for the generic ctx. */
+    struct brig_sync_peer peer = { sync_fd, child, *pid, -1 };
+    int r = brig_sync_drive(&peer, &exec_handlers, (void *) x, err);
+    *pid = peer.pid;
+    *master = peer.pty_master;
+    return r;
 }
 
 static int spawn(const struct exec_ctx *x, bool paused, pid_t *pid, brig_error_t *err)
@@ -274,30 +256,21 @@ static int spawn(const struct exec_ctx *x, bool paused, pid_t *pid, brig_error_t
      * brig's file, if it was left for later, is made now, by us. */
     if (brig_selfexe_finish(err) < 0)
         return -1;
-    struct brig_ns_join join;
+    cleanup_ns_join struct brig_ns_join join = BRIG_NS_JOIN_NONE;
     if (open_init_namespaces(st->pid, &join, err) < 0)
         return -1;
-    int cg = open_exec_cgroup(st, o->cgroup, err);
-    if (cg == -1) {
-        brig_ns_join_close(&join);
+    cleanup_close int cg = open_exec_cgroup(st, o->cgroup, err); /* -2: none */
+    if (cg == -1)
         return -1;
-    }
     int pair[2];
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0) {
-        brig_ns_join_close(&join);
-        if (cg >= 0)
-            close(cg);
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
         return brig_error_set(err, errno, "create sync socket");
-    }
     cleanup_close int sync_fd = pair[0];
+    cleanup_close int child_fd = pair[1];
     int back[2] = { -1, -1 };
     bool direct = join.fd[BRIG_NS_USER] < 0;
     if (direct && enter_for_children(&join, back, err) < 0) {
         leave_for_children(back);
-        brig_ns_join_close(&join);
-        close(pair[1]);
-        if (cg >= 0)
-            close(cg);
         return -1;
     }
     /* Into a frozen cgroup (--ignore-paused) the process would freeze
@@ -311,17 +284,16 @@ static int spawn(const struct exec_ctx *x, bool paused, pid_t *pid, brig_error_t
     }
     if (child == 0) {
         close(sync_fd);
-        exec_child(x, &join, direct, pair[1]);
+        exec_child(x, &join, direct, child_fd);
     }
     int saved = errno;
     leave_for_children(back);
-    close(pair[1]);
+    /* Our copy of the child's end goes now, so that a child that dies
+     * shows as EPIPE; the namespace fds were only for the child. */
+    close(brig_steal_fd(child_fd));
     brig_ns_join_close(&join);
-    if (child < 0) {
-        if (cg >= 0)
-            close(cg);
+    if (child < 0)
         return brig_error_set(err, saved, "clone");
-    }
     int master = -1;
     *pid = direct ? child : 0;
     int r = drive_exec(x, sync_fd, child, pid, &master, err);
@@ -335,8 +307,6 @@ static int spawn(const struct exec_ctx *x, bool paused, pid_t *pid, brig_error_t
         if (procs >= 0)
             close(procs);
     }
-    if (cg >= 0)
-        close(cg);
     if (r == 0 && master >= 0 && o->console_socket)
         r = brig_terminal_send_to_socket(o->console_socket, master, err);
     if (r == 0 && master >= 0 && o->pty_master)
@@ -383,7 +353,7 @@ int brig_container_exec(const struct brig_exec_options *o, pid_t *pid, brig_erro
         return brig_error_set(err, 0, "exec: a console socket needs a process with a terminal");
     cleanup_close int root_fd = -1;
     cleanup_close int own_dir_fd = -1;
-    struct brig_state *own_st = NULL;
+    cleanup_state struct brig_state *own_st = NULL;
     if (o->opened == NULL
         && (own_dir_fd = brig_container_open(o->root, o->id, &root_fd, &own_st, err)) < 0)
         return -1;
@@ -394,11 +364,12 @@ int brig_container_exec(const struct brig_exec_options *o, pid_t *pid, brig_erro
     if (status == BRIG_STATUS_STOPPED || status == BRIG_STATUS_CREATING)
         r = brig_error_set(err, 0, "cannot exec in container `%s`: it is %s", o->id,
                            brig_status_name(status));
-    else if (status == BRIG_STATUS_PAUSED && !o->ignore_paused)
-        r = brig_error_set(err, 0, "cannot exec in container `%s`: it is paused (--ignore-paused)",
-                           o->id);
+    else if (status == BRIG_STATUS_PAUSED && !o->ignore_paused) {
+        r = brig_error_set(err, 0, "cannot exec in container `%s`: it is paused", o->id);
+        (*err)->errnum = EBUSY; /* the caller may offer to ignore that */
+    }
     /* Every process of the container lives under its seccomp filter. */
-    struct brig_spec *loaded = NULL;
+    cleanup_spec struct brig_spec *loaded = NULL;
     const struct brig_spec *spec = o->spec;
     struct brig_process *imposed = NULL;
     struct exec_ctx x = { o, o->process, dir_fd, st, NULL, NULL };
@@ -418,7 +389,5 @@ int brig_container_exec(const struct brig_exec_options *o, pid_t *pid, brig_erro
         r = spawn(&x, status == BRIG_STATUS_PAUSED, pid, err);
     brig_seccomp_free(x.filter);
     brig_process_free(imposed);
-    brig_spec_free(loaded);
-    brig_state_free(own_st);
     return r;
 }

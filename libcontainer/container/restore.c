@@ -193,7 +193,7 @@ static int run_criu(struct restore_run *rr, struct provision *p, pid_t *pid, bri
         return brig_error_set(err, ENOMEM, "restore");
     }
     int r = prepare_criu(rr, err);
-    struct brig_cgroup back = { NULL, -1 };
+    cleanup_cgroup struct brig_cgroup back = BRIG_CGROUP_INIT;
     if (r == 0 && p->cgroup.path && o->criu.cg_mode == BRIG_CG_MODE_IGNORE)
         r = enter_cgroup(&p->cgroup, &back, err);
     if (r == 0) {
@@ -207,7 +207,6 @@ static int run_criu(struct restore_run *rr, struct provision *p, pid_t *pid, bri
             r = brig_criu_failed(&rr->criu, "restore", *pid, err);
         }
     }
-    brig_cgroup_close(&back);
     release_criu_root(rr);
     return r;
 }

@@ -62,6 +62,12 @@ int brig_state_dir_remove(int root_fd, int dir_fd, const char *id, brig_error_t 
 int brig_state_write(int dir_fd, const struct brig_state *state, brig_error_t *err);
 int brig_state_read(int dir_fd, const char *id, struct brig_state **out, brig_error_t *err);
 void brig_state_free(struct brig_state *state);
+/* A state pointer freed when it goes out of scope (base/cleanup.h). */
+static inline void brig_state_freep(struct brig_state **state)
+{
+    brig_state_free(*state);
+}
+#define cleanup_state __attribute__((cleanup(brig_state_freep)))
 
 /* Where the container is now, from its init process, the exec fifo and
  * its cgroup's freezer. */

@@ -22,6 +22,10 @@ struct brig_ns_join {
 
 int brig_ns_open_paths(const struct brig_spec *spec, struct brig_ns_join *join, brig_error_t *err);
 void brig_ns_join_close(struct brig_ns_join *join);
+/* Namespaces closed when they go out of scope (base/cleanup.h); start
+ * them as BRIG_NS_JOIN_NONE so an early return finds nothing to close. */
+#define BRIG_NS_JOIN_NONE { .fd = { [0 ... BRIG_NS_COUNT - 1] = -1 }, .any = false }
+#define cleanup_ns_join __attribute__((cleanup(brig_ns_join_close)))
 
 /* Joins the opened namespaces: the user namespace first (the others may be
  * owned by it), the pid and time namespaces last (they only apply to

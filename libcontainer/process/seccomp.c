@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/fdpass.h"
 #include "process/seccomp.h"
 #include "container/state.h"
 
@@ -201,11 +202,6 @@ void brig_seccomp_free(struct brig_seccomp_filter *f)
     free(f);
 }
 
-static void filter_freep(struct brig_seccomp_filter **f)
-{
-    brig_seccomp_free(*f);
-}
-
 int brig_seccomp_has_notify(const struct brig_seccomp_filter *f)
 {
     return f && f->notify;
@@ -389,7 +385,7 @@ int brig_seccomp_compile(const struct brig_seccomp *s, struct brig_seccomp_filte
         return brig_error_set(err, 0, "linux.seccomp.defaultAction: SCMP_ACT_NOTIFY can't be"
                                       " the default action");
 
-    __attribute__((cleanup(filter_freep))) struct brig_seccomp_filter *f = calloc(1, sizeof *f);
+    cleanup_seccomp_filter struct brig_seccomp_filter *f = calloc(1, sizeof *f);
     if (f == NULL)
         return brig_error_set(err, ENOMEM, "seccomp filter");
     f->ctx = seccomp_init(def);
@@ -476,39 +472,6 @@ static int process_state_json(const char *metadata, pid_t pid, const char *state
     return 0;
 }
 
-static int send_all(int sock, const char *buf, size_t len, int fd, const char *path,
-                    brig_error_t *err)
-{
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } control;
-    memset(&control, 0, sizeof control);
-    struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
-    struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
-                          .msg_controllen = sizeof control.buf };
-    struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
-    cmsg->cmsg_level = SOL_SOCKET;
-    cmsg->cmsg_type = SCM_RIGHTS;
-    cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(cmsg), &fd, sizeof(int));
-
-    /* The fd rides with the first byte; the rest follows on a stream. */
-    while (len > 0) {
-        ssize_t n = sendmsg(sock, &msg, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return brig_error_set(err, errno, "send to the seccomp listener `%s`", path);
-        len -= (size_t) n;
-        iov.iov_base = (char *) iov.iov_base + n;
-        iov.iov_len = len;
-        msg.msg_control = NULL;
-        msg.msg_controllen = 0;
-    }
-    return 0;
-}
-
 int brig_seccomp_send_to_listener(const char *listener_path, const char *metadata, int notify_fd,
                                   pid_t pid, const char *state_json, brig_error_t *err)
 {
@@ -526,5 +489,8 @@ int brig_seccomp_send_to_listener(const char *listener_path, const char *metadat
         return brig_error_set(err, errno, "seccomp listener socket");
     if (connect(sock, (struct sockaddr *) &addr, sizeof addr) < 0)
         return brig_error_set(err, errno, "connect to the seccomp listener `%s`", listener_path);
-    return send_all(sock, msg, len, notify_fd, listener_path, err);
+    /* A stream: the fd rides with the first byte, the rest follows. */
+    if (brig_fd_send(sock, msg, len, notify_fd) < 0)
+        return brig_error_set(err, errno, "send to the seccomp listener `%s`", listener_path);
+    return 0;
 }

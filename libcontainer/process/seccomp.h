@@ -45,6 +45,12 @@ int brig_seccomp_compile(const struct brig_seccomp *s, struct brig_seccomp_filte
  * (O_CLOEXEC) when the profile has SCMP_ACT_NOTIFY rules, else -1. */
 int brig_seccomp_load(struct brig_seccomp_filter *f, int *notify_fd, brig_error_t *err);
 void brig_seccomp_free(struct brig_seccomp_filter *f);
+/* A filter pointer freed when it goes out of scope (base/cleanup.h). */
+static inline void brig_seccomp_freep(struct brig_seccomp_filter **f)
+{
+    brig_seccomp_free(*f);
+}
+#define cleanup_seccomp_filter __attribute__((cleanup(brig_seccomp_freep)))
 
 /* Whether the filter has SCMP_ACT_NOTIFY rules (the caller needs a channel
  * for the fd). */

@@ -179,69 +179,39 @@ static int place_in_cgroup(int cgroup_fd, pid_t child, int sync_fd, brig_error_t
     return brig_sync_send(sync_fd, BRIG_SYNC_CGROUP_DONE, 0, NULL, err);
 }
 
-static int drive_child(const struct brig_init_config *cfg, int sync_fd, pid_t child,
-                       pid_t *init, int *pty_master, brig_error_t *err)
+/* The runtime's answers to the init's messages (brig_sync_drive). */
+static int init_userns_ready(void *ctx, struct brig_sync_peer *peer, brig_error_t *err)
 {
-    cleanup_free struct brig_sync_msg *msg = malloc(sizeof *msg);
-    if (msg == NULL)
-        return brig_error_set(err, ENOMEM, "spawn init");
-    for (;;) {
-        if (brig_sync_recv(sync_fd, msg, err) < 0) {
-            if ((*err)->errnum == EPIPE)
-                return brig_error_set(err, 0, "container init exited before it was ready");
-            return -1;
-        }
-        switch (msg->type) {
-        case BRIG_SYNC_USERNS_READY:
-            if (brig_ns_write_id_maps(child, cfg->spec->linux_, err) < 0)
-                return -1;
-            if (brig_sync_send(sync_fd, BRIG_SYNC_MAPS_DONE, 0, NULL, err) < 0)
-                return -1;
-            break;
-        case BRIG_SYNC_INIT_PID:
-            *init = msg->value;
-            if (*init != child) {
-                /* The joiner exits once it has forked the init. */
-                while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
-                    ;
-            }
-            break;
-        case BRIG_SYNC_RUNTIME_HOOKS: {
-            cleanup_free char *state_json = NULL;
-            if (*init == 0 && brig_sync_await_pid(sync_fd, child, init, err) < 0)
-                return -1;
-            if (cfg->runtime_hooks(cfg->ctx, *init, &state_json, err) < 0)
-                return -1;
-            if (brig_sync_send(sync_fd, BRIG_SYNC_HOOKS_DONE, 0, state_json, err) < 0)
-                return -1;
-            break;
-        }
-        case BRIG_SYNC_PTY_MASTER:
-            if (msg->fd < 0)
-                return brig_error_set(err, EPROTO, "sync: terminal message without an fd");
-            if (*pty_master >= 0)
-                close(*pty_master);
-            *pty_master = msg->fd;
-            break;
-        case BRIG_SYNC_SECCOMP_FD: {
-            if (msg->fd < 0)
-                return brig_error_set(err, EPROTO, "sync: seccomp message without an fd");
-            cleanup_close int notify_fd = msg->fd;
-            if (*init == 0 && brig_sync_await_pid(sync_fd, child, init, err) < 0)
-                return -1;
-            if (cfg->seccomp_listener(cfg->ctx, *init, notify_fd, err) < 0)
-                return -1;
-            break;
-        }
-        case BRIG_SYNC_READY:
-            return *init == 0 ? brig_sync_await_pid(sync_fd, child, init, err) : 0;
-        case BRIG_SYNC_ERROR:
-            return brig_error_from_message(err, msg->value, msg->payload);
-        default:
-            return brig_error_set(err, EPROTO, "sync: unexpected message %u", msg->type);
-        }
-    }
+    const struct brig_init_config *cfg = ctx;
+    if (brig_ns_write_id_maps(peer->child, cfg->spec->linux_, err) < 0)
+        return -1;
+    return brig_sync_send(peer->fd, BRIG_SYNC_MAPS_DONE, 0, NULL, err);
 }
+
+static int init_runtime_hooks(void *ctx, struct brig_sync_peer *peer, brig_error_t *err)
+{
+    const struct brig_init_config *cfg = ctx;
+    cleanup_free char *state_json = NULL;
+    if (brig_sync_peer_pid(peer, err) < 0
+        || cfg->runtime_hooks(cfg->ctx, peer->pid, &state_json, err) < 0)
+        return -1;
+    return brig_sync_send(peer->fd, BRIG_SYNC_HOOKS_DONE, 0, state_json, err);
+}
+
+static int init_seccomp_fd(void *ctx, struct brig_sync_peer *peer, int notify_fd,
+                           brig_error_t *err)
+{
+    const struct brig_init_config *cfg = ctx;
+    return cfg->seccomp_listener(cfg->ctx, peer->pid, notify_fd, err);
+}
+
+static const struct brig_sync_handlers init_handlers = {
+    .what = "spawn init",
+    .gone = "container init exited before it was ready",
+    .userns_ready = init_userns_ready,
+    .runtime_hooks = init_runtime_hooks,
+    .seccomp_fd = init_seccomp_fd,
+};
 
 int brig_process_spawn_init(const struct brig_init_config *cfg, pid_t *init_pid, int *pty_master,
                             brig_error_t *err)
@@ -256,7 +226,7 @@ int brig_process_spawn_init(const struct brig_init_config *cfg, pid_t *init_pid,
     if (fifo_fd < 0)
         return brig_error_set(err, errno, "open exec fifo");
 
-    struct brig_ns_join join;
+    cleanup_ns_join struct brig_ns_join join = BRIG_NS_JOIN_NONE;
     if (brig_ns_open_paths(cfg->spec, &join, err) < 0)
         return -1;
     int flags = brig_process_clone_flags(cfg->spec);
@@ -270,10 +240,8 @@ int brig_process_spawn_init(const struct brig_init_config *cfg, pid_t *init_pid,
      * an init that is born alone in a new pid namespace; in any other case
      * by us, now, before anything enters. */
     bool guard_self = brig_selfexe_deferred_fd() >= 0 && !two_step && (flags & CLONE_NEWPID);
-    if (!guard_self && brig_selfexe_finish(err) < 0) {
-        brig_ns_join_close(&join);
+    if (!guard_self && brig_selfexe_finish(err) < 0)
         return -1;
-    }
     bool wait_cgroup = false;
     pid_t child = -1;
     if (cfg->cgroup_fd >= 0) {
@@ -282,11 +250,8 @@ int brig_process_spawn_init(const struct brig_init_config *cfg, pid_t *init_pid,
     }
     if (cfg->cgroup_fd < 0 || wait_cgroup)
         child = brig_clone_fork(clone_flags);
-    if (child < 0) {
-        int saved = errno;
-        brig_ns_join_close(&join);
-        return brig_error_set(err, saved, "clone container init");
-    }
+    if (child < 0)
+        return brig_error_set(err, errno, "clone container init");
     if (child == 0) {
         close(sync_fd);
         child_main(cfg, &join, two_step, wait_cgroup, guard_self, child_fd, fifo_fd);
@@ -299,13 +264,15 @@ int brig_process_spawn_init(const struct brig_init_config *cfg, pid_t *init_pid,
         return -1;
     }
 
-    pid_t init = two_step ? 0 : child;
-    if (drive_child(cfg, sync_fd, child, &init, pty_master, err) < 0) {
-        kill_and_reap(child, init);
-        if (*pty_master >= 0)
-            close(brig_steal_fd(*pty_master));
+    /* The handlers only read cfg: the cast is for the generic ctx. */
+    struct brig_sync_peer peer = { sync_fd, child, two_step ? 0 : child, -1 };
+    if (brig_sync_drive(&peer, &init_handlers, (void *) cfg, err) < 0) {
+        kill_and_reap(child, peer.pid);
+        if (peer.pty_master >= 0)
+            close(peer.pty_master);
         return -1;
     }
-    *init_pid = init;
+    *init_pid = peer.pid;
+    *pty_master = peer.pty_master;
     return 0;
 }

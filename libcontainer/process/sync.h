@@ -50,6 +50,44 @@ int brig_sync_expect(int fd, uint32_t type, struct brig_sync_msg *msg, brig_erro
  * (then reaps the intermediate, `child`). */
 int brig_sync_await_pid(int fd, pid_t child, pid_t *pid, brig_error_t *err);
 
+/* ---- the runtime's loop ------------------------------------------------------- */
+
+/* What the runtime knows of the process it is setting up (the init of a
+ * new container, or a process exec'd into one). */
+struct brig_sync_peer {
+    int fd;          /* the runtime's end of the sync socket */
+    pid_t child;     /* the process the runtime cloned */
+    pid_t pid;       /* the process that goes on to execve: child, or 0 until
+                      * INIT_PID names it (a go-between forked it) */
+    int pty_master;  /* from PTY_MASTER, else -1; the caller owns it */
+};
+
+/* Makes peer->pid known: when it is still 0, receives until INIT_PID
+ * (brig_sync_await_pid). */
+int brig_sync_peer_pid(struct brig_sync_peer *peer, brig_error_t *err);
+
+/* What differs between the callers of brig_sync_drive(). A NULL handler
+ * makes its message a protocol error. */
+struct brig_sync_handlers {
+    const char *what;  /* names the spawn in an allocation failure */
+    const char *gone;  /* the error when the peer closes the socket before READY */
+    /* USERNS_READY: the peer is in its new user namespace (maps, MAPS_DONE). */
+    int (*userns_ready)(void *ctx, struct brig_sync_peer *peer, brig_error_t *err);
+    /* RUNTIME_HOOKS: the peer's mounts are ready (hooks, HOOKS_DONE). */
+    int (*runtime_hooks)(void *ctx, struct brig_sync_peer *peer, brig_error_t *err);
+    /* SECCOMP_FD: the notify fd for the listener; peer->pid is known by
+     * then, and the fd is closed once the handler returns. */
+    int (*seccomp_fd)(void *ctx, struct brig_sync_peer *peer, int notify_fd, brig_error_t *err);
+};
+
+/* The runtime's side of the protocol, one loop for every spawn: receives
+ * until READY, records INIT_PID (reaping the go-between that sent it) and
+ * PTY_MASTER itself, hands the other messages to h, and turns the peer's
+ * ERROR into *err. Returns 0 at READY, with peer->pid known. On failure the
+ * caller kills what it started and closes peer->pty_master. */
+int brig_sync_drive(struct brig_sync_peer *peer, const struct brig_sync_handlers *h, void *ctx,
+                    brig_error_t *err);
+
 /* Child side: reports *err to the runtime; used right before _exit(). */
 void brig_sync_report_error(int fd, brig_error_t err);
 

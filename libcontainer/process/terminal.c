@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/fdpass.h"
 #include "process/sync.h"
-#include "base/utils.h"
 
 #ifndef TIOCGPTPEER
 #define TIOCGPTPEER _IO('T', 0x41)
@@ -62,7 +62,7 @@ int brig_terminal_send_to_socket(const char *path, int master, brig_error_t *err
     if (connect(s, (struct sockaddr *) &addr, sizeof addr) < 0)
         return brig_error_set(err, errno, "connect to console socket `%s`", path);
     static const char name[] = "/dev/ptmx";
-    if (brig_send_with_fd(s, name, sizeof name - 1, master) < 0)
+    if (brig_fd_send(s, name, sizeof name - 1, master) < 0)
         return brig_error_set(err, errno, "send pty master to `%s`", path);
     return 0;
 }

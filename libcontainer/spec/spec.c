@@ -19,11 +19,6 @@ static void tree_freep(yajl_val *v)
 }
 #define cleanup_tree __attribute__((cleanup(tree_freep)))
 
-static void spec_freep(struct brig_spec **s)
-{
-    brig_spec_free(*s);
-}
-
 static void process_freep(struct brig_process **p)
 {
     brig_process_free(*p);
@@ -434,7 +429,7 @@ int brig_spec_parse(const char *json, size_t len, const char *origin, struct bri
 {
     struct brig_json_ctx c = { .origin = origin ? origin : "config.json", .err = err };
     cleanup_tree yajl_val tree = NULL;
-    __attribute__((cleanup(spec_freep))) struct brig_spec *spec = NULL;
+    cleanup_spec struct brig_spec *spec = NULL;
 
     *out = NULL;
     if (parse_tree(&c, json, len, &tree) < 0)
@@ -572,33 +567,6 @@ int brig_spec_load(const char *path, struct brig_spec **out, brig_error_t *err)
     cleanup_free char *text = NULL;
     size_t len = 0;
     return brig_spec_load_text(path, out, &text, &len, err);
-}
-
-/* ---- lookups --------------------------------------------------------------------- */
-
-static const char *const ns_names[BRIG_NS_COUNT] = {
-    [BRIG_NS_PID] = "pid",       [BRIG_NS_NETWORK] = "network", [BRIG_NS_MOUNT] = "mount",
-    [BRIG_NS_IPC] = "ipc",       [BRIG_NS_UTS] = "uts",         [BRIG_NS_USER] = "user",
-    [BRIG_NS_CGROUP] = "cgroup", [BRIG_NS_TIME] = "time",
-};
-
-/* NULL for a value outside the enum, so a bad caller fails loudly. */
-const char *brig_ns_type_name(enum brig_ns_type type)
-{
-    if ((unsigned) type >= BRIG_NS_COUNT)
-        return NULL;
-    return ns_names[type];
-}
-
-const struct brig_namespace *brig_spec_namespace(const struct brig_spec *spec,
-                                                 enum brig_ns_type type)
-{
-    if (spec == NULL || spec->linux_ == NULL)
-        return NULL;
-    for (size_t i = 0; i < spec->linux_->n_namespaces; i++)
-        if (spec->linux_->namespaces[i].type == type)
-            return &spec->linux_->namespaces[i];
-    return NULL;
 }
 
 /* ---- freeing ----------------------------------------------------------------------- */

@@ -355,6 +355,12 @@ int brig_spec_load_text(const char *path, struct brig_spec **out, char **text, s
 /* Frees what a mount owns, not the mount itself. */
 void brig_mount_free_fields(struct brig_mount *m);
 void brig_spec_free(struct brig_spec *spec);
+/* A spec pointer freed when it goes out of scope (base/cleanup.h). */
+static inline void brig_spec_freep(struct brig_spec **spec)
+{
+    brig_spec_free(*spec);
+}
+#define cleanup_spec __attribute__((cleanup(brig_spec_freep)))
 
 /* A lone OCI process object (exec --process FILE). */
 int brig_process_parse(const char *json, size_t len, const char *origin,

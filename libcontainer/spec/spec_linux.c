@@ -1,5 +1,8 @@
 /* The `linux` object of config.json: namespaces, devices, resources,
- * seccomp and the rest of the Linux-only settings. */
+ * seccomp and the rest of the Linux-only settings; its parser, its
+ * lookups (namespace names) and its freeing. spec.c's top-level parser
+ * calls this file, and this file calls only spec_json.c: the arrows go
+ * one way. */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +70,33 @@ static bool one_of(const char *s, const char *const *set)
         if (strcmp(s, *set) == 0)
             return true;
     return false;
+}
+
+/* ---- namespace names and lookups ------------------------------------------------- */
+
+static const char *const ns_names[BRIG_NS_COUNT] = {
+    [BRIG_NS_PID] = "pid",       [BRIG_NS_NETWORK] = "network", [BRIG_NS_MOUNT] = "mount",
+    [BRIG_NS_IPC] = "ipc",       [BRIG_NS_UTS] = "uts",         [BRIG_NS_USER] = "user",
+    [BRIG_NS_CGROUP] = "cgroup", [BRIG_NS_TIME] = "time",
+};
+
+/* NULL for a value outside the enum, so a bad caller fails loudly. */
+const char *brig_ns_type_name(enum brig_ns_type type)
+{
+    if ((unsigned) type >= BRIG_NS_COUNT)
+        return NULL;
+    return ns_names[type];
+}
+
+const struct brig_namespace *brig_spec_namespace(const struct brig_spec *spec,
+                                                 enum brig_ns_type type)
+{
+    if (spec == NULL || spec->linux_ == NULL)
+        return NULL;
+    for (size_t i = 0; i < spec->linux_->n_namespaces; i++)
+        if (spec->linux_->namespaces[i].type == type)
+            return &spec->linux_->namespaces[i];
+    return NULL;
 }
 
 /* ---- namespaces, devices, time --------------------------------------------------- */

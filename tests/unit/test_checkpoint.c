@@ -20,7 +20,7 @@ static void test_cg_modes(void)
     CHECK(brig_cg_mode_parse("ignore", &m, &err) == 0 && m == BRIG_CG_MODE_IGNORE, "ignore");
     CHECK(brig_cg_mode_parse("Soft", &m, &err) == -1, "names are case-sensitive, as runc's");
     CHECK_STR(err ? err->msg : NULL,
-              "--manage-cgroups-mode: unknown mode `Soft` (soft, full, strict or ignore)",
+              "unknown cgroup mode `Soft` (soft, full, strict or ignore)",
               "an unknown mode is named with the valid ones");
     brig_error_release(&err);
 }
