@@ -1,7 +1,11 @@
-/* cgroup v2: the container's cgroup, its limits, freezing, killing,
- * statistics. Only cgroup v2; on a hybrid host brig uses the unified
- * hierarchy (/sys/fs/cgroup/unified) and fails by name when a limit needs a
- * controller that hierarchy doesn't have. */
+/* cgroups: the container's cgroup, its limits, freezing, killing,
+ * statistics. This is the one interface the lifecycle uses; behind it sit
+ * the backends (cgroup/backend.h), each a table of the same operations:
+ * cgroup v2 (v2.c, v2_stats.c) today, chosen for every host, which on a
+ * hybrid host means the unified hierarchy (/sys/fs/cgroup/unified), and
+ * fails by name when a limit needs a controller that hierarchy doesn't
+ * have. The pure parts (where a cgroup goes, which files a resources
+ * section becomes) are cgroup_plan.c; the device program is devices_bpf*. */
 #ifndef BRIG_CGROUP_H
 #define BRIG_CGROUP_H
 
@@ -58,9 +62,11 @@ void brig_cgroup_needed_by(const struct brig_resources *r, const char *controlle
                            size_t size);
 
 /* The container's cgroup, opened. */
+struct brig_cgroup_backend;
 struct brig_cgroup {
     char *path;      /* absolute, e.g. /sys/fs/cgroup/brig/c1 */
     int dir_fd;      /* O_DIRECTORY fd of it, -1 when closed */
+    const struct brig_cgroup_backend *backend;  /* the one that made or opened it */
 };
 
 /* Creates the cgroup (mkdir -p), enables the needed controllers in every
@@ -79,7 +85,7 @@ int brig_cgroup_open(const char *path, struct brig_cgroup *out, brig_error_t *er
 void brig_cgroup_close(struct brig_cgroup *cg);
 /* A cgroup closed when it goes out of scope (base/cleanup.h); start it as
  * BRIG_CGROUP_INIT so an early return finds nothing to close. */
-#define BRIG_CGROUP_INIT { NULL, -1 }
+#define BRIG_CGROUP_INIT { NULL, -1, NULL }
 #define cleanup_cgroup __attribute__((cleanup(brig_cgroup_close)))
 
 /* linux.resources.devices as a compiled device program (devices_bpf.c), kept

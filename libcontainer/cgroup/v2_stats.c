@@ -1,7 +1,7 @@
 #define _GNU_SOURCE
 /* cgroup v2 statistics: parsing the controllers' files (pure) and reading
  * them from a container's cgroup. */
-#include "cgroup/cgroup.h"
+#include "cgroup/backend.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -114,8 +114,8 @@ int brig_cgroup_stats_parse(const char *file, const char *text, struct brig_cgro
     return -1;
 }
 
-int brig_cgroup_stats(const struct brig_cgroup *cg, struct brig_cgroup_stats *out,
-                      brig_error_t *err)
+int brig_cgroup_v2_stats(const struct brig_cgroup *cg, struct brig_cgroup_stats *out,
+                         brig_error_t *err)
 {
     static const char *const files[] = {
         "memory.current", "memory.max", "memory.swap.current", "memory.swap.max",
