@@ -79,6 +79,33 @@ enum {
     OPT_CGROUP_MANAGER,
 };
 
+/* Runs the command argv[0] names with its own arguments; `all` is brig's
+ * whole command line, for the re-execution of the guard. */
+static int run_command(int argc, char **argv, char **all)
+{
+    const char *name = argv[0];
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(name, commands[i].name) != 0)
+            continue;
+        brig_command_name = name;
+        /* These put processes into a container: what enters it runs from a
+         * read-only view of brig's file (or a sealed copy), so the
+         * container can't reach the host's file. exec moves onto it at
+         * once; the others leave the move to the init they start, when it
+         * is alone in a new pid namespace (libcontainer/selfexe/selfexe.c). */
+        brig_error_t err = NULL;
+        bool starts = strcmp(name, "create") == 0 || strcmp(name, "run") == 0
+            || strcmp(name, "sandbox") == 0;
+        if ((starts && brig_selfexe_defer(all, &err) < 0)
+            || (strcmp(name, "exec") == 0 && brig_selfexe_protect(all, &err) < 0))
+            return brig_fail(&err);
+        brig_log("debug", "%s", name);
+        optind = 0; /* re-initialise getopt for the command's own flags */
+        return commands[i].fn(argc, argv);
+    }
+    return brig_fail_msg("unknown command `%s` (see `brig --help`)", name);
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -140,27 +167,5 @@ int main(int argc, char **argv)
     }
     if (optind >= argc)
         return usage(stderr);
-    const char *name = argv[optind];
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
-        if (strcmp(name, commands[i].name) != 0)
-            continue;
-        brig_command_name = name;
-        /* These put processes into a container: what enters it runs from a
-         * read-only view of brig's file (or a sealed copy), so the
-         * container can't reach the host's file. exec moves onto it at
-         * once; the others leave the move to the init they start, when it
-         * is alone in a new pid namespace (libcontainer/selfexe/selfexe.c). */
-        brig_error_t err = NULL;
-        bool starts = strcmp(name, "create") == 0 || strcmp(name, "run") == 0
-            || strcmp(name, "sandbox") == 0;
-        if ((starts && brig_selfexe_defer(argv, &err) < 0)
-            || (strcmp(name, "exec") == 0 && brig_selfexe_protect(argv, &err) < 0))
-            return brig_fail(&err);
-        brig_log("debug", "%s", name);
-        int sub_argc = argc - optind;
-        char **sub_argv = argv + optind;
-        optind = 0; /* re-initialise getopt for the command's own flags */
-        return commands[i].fn(sub_argc, sub_argv);
-    }
-    return brig_fail_msg("unknown command `%s` (see `brig --help`)", name);
+    return run_command(argc - optind, argv + optind, argv);
 }

@@ -113,6 +113,52 @@ static int out_of_memory(void)
 }
 
 /* One limit flag into r. */
+/* --memory, --memory-swap, --memory-reservation. */
+static int apply_memory_flag(int c, struct brig_resources *r)
+{
+    int64_t v = 0;
+    int done;
+    const char *flag = c == OPT_MEMORY        ? "--memory"
+                       : c == OPT_MEMORY_SWAP ? "--memory-swap"
+                                              : "--memory-reservation";
+    struct brig_memory *m = memory_of(r);
+    if (m == NULL)
+        return out_of_memory();
+    if ((done = parse_size(flag, optarg, &v)) != BRIG_CLI_GO_ON)
+        return done;
+    if (c == OPT_MEMORY)
+        m->has_limit = true, m->limit = v;
+    else if (c == OPT_MEMORY_SWAP)
+        m->has_swap = true, m->swap = v;
+    else
+        m->has_reservation = true, m->reservation = v;
+    return BRIG_CLI_GO_ON;
+}
+
+/* --cpu-share, --cpu-quota, --cpu-period. */
+static int apply_cpu_flag(int c, struct brig_resources *r)
+{
+    int64_t v = 0;
+    int done;
+    const char *flag = c == OPT_CPU_SHARE ? "--cpu-share"
+                       : c == OPT_CPU_QUOTA ? "--cpu-quota"
+                                            : "--cpu-period";
+    struct brig_cpu *cpu = cpu_of(r);
+    if (cpu == NULL)
+        return out_of_memory();
+    if ((done = parse_int(flag, optarg, &v)) != BRIG_CLI_GO_ON)
+        return done;
+    if (c == OPT_CPU_QUOTA)
+        cpu->has_quota = true, cpu->quota = v;
+    else if (v < 0)
+        return brig_fail_msg("update: `%s` must not be negative", optarg);
+    else if (c == OPT_CPU_SHARE)
+        cpu->has_shares = true, cpu->shares = (uint64_t) v;
+    else
+        cpu->has_period = true, cpu->period = (uint64_t) v;
+    return BRIG_CLI_GO_ON;
+}
+
 static int apply_flag(int c, char **argv, struct brig_resources *r)
 {
     int64_t v = 0;
@@ -120,23 +166,8 @@ static int apply_flag(int c, char **argv, struct brig_resources *r)
     switch (c) {
     case OPT_MEMORY:
     case OPT_MEMORY_RESERVATION:
-    case OPT_MEMORY_SWAP: {
-        const char *flag = c == OPT_MEMORY        ? "--memory"
-                           : c == OPT_MEMORY_SWAP ? "--memory-swap"
-                                                  : "--memory-reservation";
-        struct brig_memory *m = memory_of(r);
-        if (m == NULL)
-            return out_of_memory();
-        if ((done = parse_size(flag, optarg, &v)) != BRIG_CLI_GO_ON)
-            return done;
-        if (c == OPT_MEMORY)
-            m->has_limit = true, m->limit = v;
-        else if (c == OPT_MEMORY_SWAP)
-            m->has_swap = true, m->swap = v;
-        else
-            m->has_reservation = true, m->reservation = v;
-        return BRIG_CLI_GO_ON;
-    }
+    case OPT_MEMORY_SWAP:
+        return apply_memory_flag(c, r);
     case OPT_PIDS_LIMIT:
         if ((done = parse_int("--pids-limit", optarg, &v)) != BRIG_CLI_GO_ON)
             return done;
@@ -145,25 +176,8 @@ static int apply_flag(int c, char **argv, struct brig_resources *r)
         return BRIG_CLI_GO_ON;
     case OPT_CPU_SHARE:
     case OPT_CPU_QUOTA:
-    case OPT_CPU_PERIOD: {
-        const char *flag = c == OPT_CPU_SHARE ? "--cpu-share"
-                           : c == OPT_CPU_QUOTA ? "--cpu-quota"
-                                                : "--cpu-period";
-        struct brig_cpu *cpu = cpu_of(r);
-        if (cpu == NULL)
-            return out_of_memory();
-        if ((done = parse_int(flag, optarg, &v)) != BRIG_CLI_GO_ON)
-            return done;
-        if (c == OPT_CPU_QUOTA)
-            cpu->has_quota = true, cpu->quota = v;
-        else if (v < 0)
-            return brig_fail_msg("update: `%s` must not be negative", optarg);
-        else if (c == OPT_CPU_SHARE)
-            cpu->has_shares = true, cpu->shares = (uint64_t) v;
-        else
-            cpu->has_period = true, cpu->period = (uint64_t) v;
-        return BRIG_CLI_GO_ON;
-    }
+    case OPT_CPU_PERIOD:
+        return apply_cpu_flag(c, r);
     case OPT_CPUSET_CPUS:
     case OPT_CPUSET_MEMS: {
         struct brig_cpu *cpu = cpu_of(r);

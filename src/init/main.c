@@ -314,6 +314,33 @@ static int exit_code(const struct init *in)
     return WEXITSTATUS(in->main_status);
 }
 
+/* SIGCHLD and the stop signals as a signalfd; and, outside a pid
+ * namespace, orphans of the sandbox come to us rather than to the host's
+ * init, so they are reaped here too. -1 after a message. */
+static int take_signals(void)
+{
+    sigset_t mask;
+    sigemptyset(&mask);
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig == SIGCHLD || sig == SIGTERM || sig == SIGINT || sig == SIGHUP)
+            sigaddset(&mask, sig);
+    if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0) {
+        fprintf(stderr, "brig-init: sigprocmask: %s\n", strerror(errno));
+        return -1;
+    }
+    int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sfd < 0) {
+        fprintf(stderr, "brig-init: signalfd: %s\n", strerror(errno));
+        return -1;
+    }
+    if (getpid() != 1 && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
+        fprintf(stderr, "brig-init: PR_SET_CHILD_SUBREAPER: %s\n", strerror(errno));
+        close(sfd);
+        return -1;
+    }
+    return sfd;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -357,26 +384,9 @@ int main(int argc, char **argv)
     if (load_services(&in, config, explicit_config) < 0)
         goto out;
 
-    sigset_t mask;
-    sigemptyset(&mask);
-    for (int sig = 1; sig < NSIG; sig++)
-        if (sig == SIGCHLD || sig == SIGTERM || sig == SIGINT || sig == SIGHUP)
-            sigaddset(&mask, sig);
-    if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0) {
-        fprintf(stderr, "brig-init: sigprocmask: %s\n", strerror(errno));
+    int sfd = take_signals();
+    if (sfd < 0)
         goto out;
-    }
-    int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (sfd < 0) {
-        fprintf(stderr, "brig-init: signalfd: %s\n", strerror(errno));
-        goto out;
-    }
-    /* Outside a pid namespace, orphans of the sandbox come to us rather
-     * than to the host's init, so they are reaped here too. */
-    if (getpid() != 1 && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
-        fprintf(stderr, "brig-init: PR_SET_CHILD_SUBREAPER: %s\n", strerror(errno));
-        goto out;
-    }
 
     int64_t now = now_ms();
     for (size_t i = 0; i < in.n_svcs; i++)
