@@ -20,6 +20,7 @@
 #include "base/cleanup.h"
 #include "process/hooks.h"
 #include "rootfs/mounts.h"
+#include "rootfs/plan.h"
 #include "process/process.h"
 #include "process/seccomp.h"
 #include "spec/spec.h"
@@ -271,6 +272,11 @@ static int create_in_dir(const struct brig_create_options *o, const struct brig_
 {
     struct brig_state *st = NULL;
     int r = brig_container_new_state(o, spec, &st, err);
+    /* Every decision about the root filesystem, checked before anything of
+     * the container exists; the init only carries it out. */
+    cleanup_rootfs_plan struct brig_rootfs_plan *rootfs_plan = NULL;
+    if (r == 0 && brig_rootfs_plan_build(spec, st->rootfs, o->no_pivot, &rootfs_plan, err) < 0)
+        r = brig_error_wrap(err, "%s", config_path);
     /* Writable by all (the dir is 0700, so only through the fd the init
      * holds): the init may have switched to an unprivileged or user-namespaced
      * uid by the time it opens it. fchmod because umask trims mkfifo's mode. */
@@ -304,11 +310,10 @@ static int create_in_dir(const struct brig_create_options *o, const struct brig_
         r = brig_error_wrap(err, "%s", config_path);
     struct brig_init_config ic = {
         .spec = spec,
+        .rootfs_plan = rootfs_plan,
         .id = o->id,
         .bundle = st ? st->bundle : NULL,
-        .rootfs = st ? st->rootfs : NULL,
         .state_dir_fd = dir_fd,
-        .no_pivot = o->no_pivot,
         .no_new_keyring = o->no_new_keyring,
         .preserve_fds = o->preserve_fds,
         .listen_fds = o->listen_fds,
