@@ -1,7 +1,8 @@
 /* The rootfs plan, without root: config.json → the ordered steps the init
  * takes (propagation, rootfs bind, each mount with its flags, /dev, pivot,
  * read-only and masked paths, read-only root, final propagation), and each
- * config error refused by the planner with the field it is in. */
+ * config error refused by the planner with the field it is in. Last, the
+ * runtime's other check before the clone, of destinations in the rootfs. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdint.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "rootfs/plan.h"
 #include "unit.h"
@@ -609,6 +611,47 @@ static void test_config_errors_built(void)
     expect_error(&spec, "mounts[1].destination: must not be empty", "an empty destination");
 }
 
+/* The other check the runtime makes before the clone, the one that reads
+ * the rootfs: a destination that is a symlink out of it is refused, written
+ * relative or absolute. Needs no root, only a directory of our own. */
+static void test_destination_symlinks(void)
+{
+    char dir[] = "/tmp/brig-plan-XXXXXX", link[64];
+    if (mkdtemp(dir) == NULL) {
+        CHECK(false, "mkdtemp");
+        return;
+    }
+    snprintf(link, sizeof link, "%s/evil", dir);
+    CHECK(symlink("/etc", link) == 0, "a symlink out of the rootfs");
+    static const struct {
+        const char *destination, *want; /* want NULL: accepted */
+    } cases[] = {
+        { "/ok", NULL },
+        { "/evil/sub", NULL }, /* resolved inside the rootfs */
+        { "/evil", "mounts[0]: destination `/evil` is a symlink to `/etc`, outside the rootfs; "
+                   "refusing to mount over it" },
+        { "evil", "mounts[0]: destination `evil` is a symlink to `/etc`, outside the rootfs; "
+                  "refusing to mount over it" },
+        { "./x/../evil", "mounts[0]: destination `./x/../evil` is a symlink to `/etc`, outside "
+                         "the rootfs; refusing to mount over it" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct brig_mount m = { .destination = (char *) cases[i].destination, .type = "tmpfs" };
+        struct brig_spec spec = { .mounts = &m, .n_mounts = 1 };
+        brig_error_t err = NULL;
+        int r = brig_mounts_check_destinations(&spec, dir, &err);
+        char name[96];
+        snprintf(name, sizeof name, "destination `%s` %s", cases[i].destination,
+                 cases[i].want ? "refused" : "accepted");
+        CHECK(cases[i].want ? r < 0 : r == 0, name);
+        if (cases[i].want)
+            CHECK_STR(err ? err->msg : NULL, cases[i].want, name);
+        brig_error_release(&err);
+    }
+    unlink(link);
+    rmdir(dir);
+}
+
 int main(void)
 {
     test_default_spec();
@@ -621,5 +664,6 @@ int main(void)
     test_chroot_only();
     test_config_errors_parsed();
     test_config_errors_built();
+    test_destination_symlinks();
     return unit_done();
 }
