@@ -22,6 +22,7 @@
 #include "process/sysctl.h"
 #include "process/terminal.h"
 #include "rootfs/mounts.h"
+#include "rootfs/plan.h"
 
 struct create_ctx {
     struct brig_state *state;
@@ -102,16 +103,16 @@ static int hand_over_master(const struct brig_create_options *o, int master, bri
 /* The init, cloned into the container's namespaces and cgroup, blocked on
  * the exec fifo. */
 static int spawn_init(const struct brig_create_options *o, struct provision *p,
-                      struct create_ctx *ctx, struct brig_seccomp_filter *filter,
+                      struct create_ctx *ctx, const struct brig_rootfs_plan *rootfs_plan,
+                      struct brig_seccomp_filter *filter,
                       pid_t *init_pid, brig_error_t *err)
 {
     struct brig_init_config ic = {
         .spec = ctx->spec,
+        .rootfs_plan = rootfs_plan,
         .id = o->id,
         .bundle = p->state->bundle,
-        .rootfs = p->state->rootfs,
         .state_dir_fd = p->dir_fd,
-        .no_pivot = o->no_pivot,
         .no_new_keyring = o->no_new_keyring,
         .preserve_fds = o->preserve_fds,
         .listen_fds = o->listen_fds,
@@ -144,16 +145,22 @@ static int create_in_dir(const struct brig_create_options *o, struct provision *
     if (mkfifoat(p->dir_fd, BRIG_EXEC_FIFO, 0622) < 0
         || fchmodat(p->dir_fd, BRIG_EXEC_FIFO, 0622, 0) < 0)
         return brig_error_set(err, errno, "create exec fifo");
+    if (provision_state(p, o, b->spec, err) < 0)
+        return -1;
+    /* Every decision about the root filesystem, checked before anything of
+     * the container exists (cgroup, init); the init only carries it out. */
+    cleanup_rootfs_plan struct brig_rootfs_plan *rootfs_plan = NULL;
+    if (brig_rootfs_plan_build(b->spec, p->state->rootfs, o->no_pivot, &rootfs_plan, err) < 0
+        || brig_mounts_check_destinations(b->spec, p->state->rootfs, err) < 0)
+        return brig_error_wrap(err, "%s", b->config_path);
     int r = provision_container(p, o, b, &ctx.devices, err);
-    if (r == 0 && brig_mounts_check_destinations(b->spec, p->state->rootfs, err) < 0)
-        r = brig_error_wrap(err, "%s", b->config_path);
     struct brig_seccomp_filter *filter = NULL;
     const struct brig_seccomp *seccomp = b->spec->linux_ ? b->spec->linux_->seccomp : NULL;
     if (r == 0 && seccomp && brig_seccomp_compile(seccomp, &filter, err) < 0)
         r = brig_error_wrap(err, "%s", b->config_path);
     ctx.state = p->state;
     if (r == 0)
-        r = spawn_init(o, p, &ctx, filter, init_pid, err);
+        r = spawn_init(o, p, &ctx, rootfs_plan, filter, init_pid, err);
     if (r == 0)
         r = provision_started(p, *init_pid, o->pid_file, err);
     brig_seccomp_free(filter);

@@ -193,12 +193,18 @@ int provision_handler(struct provision *p, const struct brig_handler *h, const v
     return 0;
 }
 
+int provision_state(struct provision *p, const struct brig_create_options *o,
+                    const struct brig_spec *spec, brig_error_t *err)
+{
+    return p->state ? 0 : new_state(o, spec, &p->state, err);
+}
+
 int provision_container(struct provision *p, const struct brig_create_options *o,
                         const struct brig_bundle *b, struct brig_devices_program *deferred,
                         brig_error_t *err)
 {
     const struct brig_spec *spec = b->spec;
-    if (p->state == NULL && new_state(o, spec, &p->state, err) < 0)
+    if (provision_state(p, o, spec, err) < 0)
         return -1;
     /* post* hooks and exec need the spec: keep it as it was created (the
      * very bytes parsed), rather than trusting the bundle to stay unchanged. */

@@ -25,8 +25,11 @@ int provision_begin(struct provision *p, const char *root, const char *id, brig_
 /* The handler's name recorded, then its setup hook run. */
 int provision_handler(struct provision *p, const struct brig_handler *h, const void *data,
                       brig_error_t *err);
-/* The state a new container starts with (paths resolved, no pid yet), the
- * config it was made from kept, its cgroup with the spec's limits and
+/* The state a new container starts with: paths resolved, no pid yet. */
+int provision_state(struct provision *p, const struct brig_create_options *o,
+                    const struct brig_spec *spec, brig_error_t *err);
+/* Then (the state made first when it isn't yet) the config it was made
+ * from kept, its cgroup with the spec's limits and
  * device rules (compiled into `deferred` instead of attached when
  * non-NULL: the caller attaches it and frees deferred->insns), and the
  * state written, so that `delete --force` finds the cgroup if we die. */

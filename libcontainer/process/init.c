@@ -21,7 +21,7 @@
 #include "process/identity.h"
 #include "base/cleanup.h"
 #include "process/hooks.h"
-#include "rootfs/mounts.h"
+#include "rootfs/plan.h"
 #include "process/namespaces.h"
 #include "process/netlink.h"
 #include "process/sync.h"
@@ -62,28 +62,22 @@ static int setup_rootfs(const struct brig_init_config *cfg, int sync_fd, char **
                         int *proc_fds, brig_error_t *err)
 {
     const struct brig_spec *spec = cfg->spec;
-    struct brig_rootfs_config rc = {
-        .spec = spec,
-        .rootfs = cfg->rootfs,
-        .in_userns = spec_has_ns(spec, BRIG_NS_USER),
-        .no_pivot = cfg->no_pivot,
-    };
-    /* Without a mount namespace of its own (new or joined), the container
-     * shares the runtime's, as the spec says: no mount may be made there,
-     * so its root is only a chroot into the rootfs. */
-    bool own_root = brig_spec_namespace(spec, BRIG_NS_MOUNT) != NULL;
+    const struct brig_rootfs_plan *plan = cfg->rootfs_plan;
+    if (plan == NULL)
+        return brig_error_set(err, EINVAL, "init: no rootfs plan");
+    bool own_root = !plan->chroot_only;
     if (!own_root) {
         /* Nothing mounts /proc in there: keep our fd table reachable for
          * reopening the exec fifo (close-on-exec, gone before the process
          * runs). */
         *proc_fds = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (*proc_fds < 0 || chroot(cfg->rootfs) < 0 || chdir("/") < 0)
-            return brig_error_set(err, errno, "chroot to `%s`", cfg->rootfs);
+        if (*proc_fds < 0 || chroot(plan->rootfs) < 0 || chdir("/") < 0)
+            return brig_error_set(err, errno, "chroot to `%s`", plan->rootfs);
     }
     /* Relative bind sources are relative to the bundle. */
     if (own_root && chdir(cfg->bundle) < 0)
         return brig_error_set(err, errno, "chdir to bundle `%s`", cfg->bundle);
-    if (own_root && brig_rootfs_prepare(&rc, err) < 0)
+    if (own_root && brig_rootfs_prepare(plan, err) < 0)
         return -1;
 
     /* The runtime's hooks run here, while we wait, and tell us the state
@@ -105,11 +99,11 @@ static int setup_rootfs(const struct brig_init_config *cfg, int sync_fd, char **
             return brig_error_set(err, ENOMEM, "init");
     }
 
-    if (own_root && brig_rootfs_pivot(&rc, err) < 0)
+    if (own_root && brig_rootfs_pivot(plan, err) < 0)
         return -1;
     if (spec->linux_ && brig_sysctl_apply(&spec->linux_->sysctl, err) < 0)
         return -1;
-    return own_root ? brig_rootfs_finish(&rc, err) : 0;
+    return own_root ? brig_rootfs_finish(plan, err) : 0;
 }
 
 static int setup_personality(const struct brig_spec *spec, brig_error_t *err)

@@ -9,13 +9,16 @@
 #include "base/error.h"
 #include "spec/spec.h"
 
+struct brig_rootfs_plan;
+
 struct brig_init_config {
     const struct brig_spec *spec;
+    /* Built and checked by the runtime from spec (rootfs/plan.h); the init,
+     * a copy of the runtime's memory, only walks its steps. */
+    const struct brig_rootfs_plan *rootfs_plan;
     const char *id;
     const char *bundle;       /* absolute */
-    const char *rootfs;       /* absolute, symlinks resolved */
     int state_dir_fd;         /* holds exec.fifo; locked, so the child closes it */
-    bool no_pivot;
     bool no_new_keyring;
     int listen_fds;           /* LISTEN_FDS: fds 3 .. 3+L-1, announced in the env */
     int preserve_fds;         /* then P more fds pass through to the process */

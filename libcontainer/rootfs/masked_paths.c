@@ -1,6 +1,5 @@
-/* The container's root filesystem, step 3, after pivot_root: read-only
- * paths, masked paths, a read-only root and the final root propagation.
- * Paths are the container's own, resolved inside the new "/". */
+/* The READONLY_PATH and MASK_PATH steps of a rootfs plan, after
+ * pivot_root. Paths are the container's own, resolved inside the new "/". */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -11,7 +10,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
-#include "rootfs/mounts.h"
+#include "rootfs/steps.h"
 #include "base/path.h"
 
 /* An O_PATH fd of `path`, 0 when it does not exist (the spec's lists name
@@ -26,7 +25,7 @@ static int open_if_exists(int root_fd, const char *path, int *fd, brig_error_t *
     return brig_error_set(err, errno, "open `%s` in the container root", path);
 }
 
-static int make_readonly(int root_fd, const char *path, brig_error_t *err)
+int brig_rootfs_do_readonly_path(int root_fd, const char *path, brig_error_t *err)
 {
     cleanup_close int fd = -1;
     int r = open_if_exists(root_fd, path, &fd, err);
@@ -64,7 +63,7 @@ static int open_dev_null(int root_fd, int *null_fd, brig_error_t *err)
     return 0;
 }
 
-static int mask_path(int root_fd, const char *path, int *null_fd, brig_error_t *err)
+int brig_rootfs_do_mask_path(int root_fd, const char *path, int *null_fd, brig_error_t *err)
 {
     cleanup_close int fd = -1;
     int r = open_if_exists(root_fd, path, &fd, err);
@@ -87,39 +86,5 @@ static int mask_path(int root_fd, const char *path, int *null_fd, brig_error_t *
     brig_fd_path(*null_fd, null_at);
     if (mount(null_at, at, NULL, MS_BIND, NULL) < 0)
         return brig_error_set(err, errno, "masked path `%s`: bind /dev/null", path);
-    return 0;
-}
-
-int brig_rootfs_finish(const struct brig_rootfs_config *cfg, brig_error_t *err)
-{
-    const struct brig_linux *lx = cfg->spec->linux_;
-    cleanup_close int root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    cleanup_close int null_fd = -1;
-    if (root_fd < 0)
-        return brig_error_set(err, errno, "open `/`");
-
-    /* Read-only first, masks after: a mask inside a read-only path then sits
-     * on top and stays visible. */
-    for (size_t i = 0; lx && i < lx->readonly_paths.n; i++)
-        if (make_readonly(root_fd, lx->readonly_paths.v[i], err) < 0)
-            return -1;
-    for (size_t i = 0; lx && i < lx->masked_paths.n; i++)
-        if (mask_path(root_fd, lx->masked_paths.v[i], &null_fd, err) < 0)
-            return -1;
-
-    if (cfg->spec->root && cfg->spec->root->readonly &&
-        brig_remount_bind_keeping("/", MS_RDONLY, 0) < 0)
-        return brig_error_set(err, errno, "remount `/` read-only");
-
-    /* prepare and pivot made "/" private or slave to keep the host safe while
-     * mounting; now give it what the spec asked for. */
-    const char *name = lx && lx->rootfs_propagation && *lx->rootfs_propagation
-                           ? lx->rootfs_propagation
-                           : NULL;
-    unsigned long prop = 0;
-    if (name && brig_propagation_from_name(name, &prop, err) < 0)
-        return -1;
-    if ((prop & (MS_SHARED | MS_SLAVE | MS_UNBINDABLE)) && mount(NULL, "/", NULL, prop, NULL) < 0)
-        return brig_error_set(err, errno, "set propagation of `/` to %s", name);
     return 0;
 }

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -54,7 +55,12 @@ static void checked_dir_release(struct checked_dir *d)
 static int check_destination(int root_fd, struct checked_dir *seen, size_t index,
                              const char *destination, brig_error_t *err)
 {
-    cleanup_free char *clean = brig_path_clean(destination);
+    /* A relative destination is relative to "/" (the runtime spec allows
+     * it, and the mount treats it so): checked the same way. */
+    cleanup_free char *abs = NULL;
+    if (destination[0] != '/' && asprintf(&abs, "/%s", destination) < 0)
+        return brig_error_set(err, ENOMEM, "mounts[%zu]", index);
+    cleanup_free char *clean = brig_path_clean(abs ? abs : destination);
     if (clean == NULL)
         return brig_error_set(err, ENOMEM, "mounts[%zu]", index);
     char *slash = strrchr(clean, '/');

@@ -169,7 +169,7 @@ int brig_mount_parse_options(const struct brig_strv *opts, struct brig_mount_fla
          * the option on would silently mount with the wrong ownership. */
         if (strcmp(name, "idmap") == 0 || strcmp(name, "ridmap") == 0) {
             brig_mount_flags_free(out);
-            return brig_error_set(err, EINVAL, "mount option `%s` is not supported", name);
+            return brig_error_set(err, 0, "mount option `%s` is not supported", name);
         }
         /* "x-..." options are for user space (mount(8), systemd), never the
          * kernel. */

@@ -1,14 +1,15 @@
-/* The container's root filesystem, steps 1 and 2: propagation, the rootfs
- * bind, every mount of config.json, /dev, then pivot_root. Masked and
- * read-only paths (step 3) are in masked_paths.c, option parsing in
- * mount_options.c.
+/* The MOUNT and PRIVATE_PARENT steps of a rootfs plan: every mount of
+ * config.json, with the kernel's fallbacks (a host tree bound where a fresh
+ * sysfs or cgroup2 is refused, devpts without an unmapped gid, tmpcopyup),
+ * and the remount helpers they share with masked_paths.c. The planning is
+ * in plan.c, option parsing in mount_options.c, the walk in execute.c.
  *
  * Every destination is resolved inside the rootfs with brig_path_* and the
  * mount goes through /proc/self/fd/N of the resolved O_PATH fd, so a symlink
  * in the image (or one swapped in by a container sharing a volume) can only
  * ever point somewhere inside the rootfs. */
 #define _GNU_SOURCE
-#include "rootfs/mounts.h"
+#include "rootfs/steps.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -27,7 +28,6 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
-#include "rootfs/devices.h"
 #include "base/path.h"
 
 /* ---- remounting ---- */
@@ -195,79 +195,73 @@ static char *find_host_cgroup2(void)
 
 /* ---- one spec mount ---- */
 
-static const char *mount_source_name(const struct brig_mount *m)
+static const char *mount_source_name(const struct brig_rootfs_step *s)
 {
-    return m->source ? m->source : m->type ? m->type : "none";
+    return s->source ? s->source : s->fstype ? s->fstype : "none";
 }
 
 /* "mount `tmpfs` (tmpfs) on `/data`": the source, the type when it says
  * more than the source does, and the destination. */
-static int mount_error(brig_error_t *err, int errnum, const struct brig_mount *m,
+static int mount_error(brig_error_t *err, int errnum, const struct brig_rootfs_step *s,
                        const char *step)
 {
-    const char *source = mount_source_name(m);
-    bool show_type = m->type && strcmp(m->type, source) != 0;
+    const char *source = mount_source_name(s);
+    bool show_type = s->fstype && strcmp(s->fstype, source) != 0;
     return brig_error_set(err, errnum, "mount `%s`%s%s%s on `%s`%s%s", source,
-                          show_type ? " (type " : "", show_type ? m->type : "",
-                          show_type ? ")" : "", m->destination, step ? ": " : "",
+                          show_type ? " (type " : "", show_type ? s->fstype : "",
+                          show_type ? ")" : "", s->path, step ? ": " : "",
                           step ? step : "");
-}
-
-static bool is_bind_mount(const struct brig_mount *m, const struct brig_mount_flags *mf)
-{
-    if (m->type != NULL && strcmp(m->type, "bind") == 0)
-        return true;
-    return (m->type == NULL || strcmp(m->type, "none") == 0) && (mf->flags & MS_BIND);
 }
 
 /* After the mount itself: the flags a bind ignores on its first call,
  * recursive attributes, propagation. All act on the new mount, reached by
  * resolving the destination again now that it is mounted over. */
-static int mount_finish(int root_fd, const struct brig_mount *m,
+static int mount_finish(int root_fd, const struct brig_rootfs_step *s,
                         const struct brig_mount_flags *mf, bool was_bind, brig_error_t *err)
 {
     unsigned long extra = mf->flags & REMOUNTABLE;
     bool remount = was_bind && (extra != 0 || (mf->clear & REMOUNTABLE) != 0);
     if (!remount && mf->propagation == 0 && mf->rec_attr_set == 0 && mf->rec_attr_clr == 0)
         return 0;
-    cleanup_close int fd = brig_path_open_in_root(root_fd, m->destination, O_PATH, 0, err);
+    cleanup_close int fd = brig_path_open_in_root(root_fd, s->path, O_PATH, 0, err);
     if (fd < 0)
-        return brig_error_wrap(err, "mount `%s` on `%s`", mount_source_name(m), m->destination);
+        return brig_error_wrap(err, "mount `%s` on `%s`", mount_source_name(s), s->path);
     char target[BRIG_FD_PATH_MAX];
     brig_fd_path(fd, target);
     if (remount && brig_remount_bind_keeping(target, extra, mf->clear) < 0)
-        return mount_error(err, errno, m, "remount with the requested flags");
+        return mount_error(err, errno, s, "remount with the requested flags");
     if (brig_mount_set_recursive_attrs(fd, mf->rec_attr_set, mf->rec_attr_clr) < 0)
-        return mount_error(err, errno, m,
+        return mount_error(err, errno, s,
                            errno == ENOSYS ? "recursive options (rro, ...) need Linux 5.12"
                                            : "apply recursive options");
     if (mf->propagation != 0 && mount(NULL, target, NULL, mf->propagation, NULL) < 0)
-        return mount_error(err, errno, m, "set propagation");
+        return mount_error(err, errno, s, "set propagation");
     return 0;
 }
 
-static int mount_bind(int root_fd, const struct brig_mount *m, const struct brig_mount_flags *mf,
-                      brig_error_t *err)
+static int mount_bind(int root_fd, const struct brig_rootfs_step *s, brig_error_t *err)
 {
-    if (m->source == NULL)
-        return mount_error(err, EINVAL, m, "a bind mount needs a source");
+    const struct brig_mount_flags *mf = &s->mount;
+    /* The plan refused a bind without a source; checked, not trusted. */
+    if (s->source == NULL)
+        return mount_error(err, EINVAL, s, "a bind mount needs a source");
     /* Relative sources are relative to the bundle, the current directory.
      * stat and mount act on this one fd, so they agree on what it is. */
-    cleanup_close int src = open(m->source, O_PATH | O_CLOEXEC);
+    cleanup_close int src = open(s->source, O_PATH | O_CLOEXEC);
     struct stat st;
     if (src < 0 || fstat(src, &st) < 0)
-        return mount_error(err, errno, m, "open source");
+        return mount_error(err, errno, s, "open source");
     cleanup_close int dst = S_ISDIR(st.st_mode)
-                                ? brig_path_mkdir_in_root(root_fd, m->destination, 0755, err)
-                                : brig_path_mkfile_in_root(root_fd, m->destination, 0644, err);
+                                ? brig_path_mkdir_in_root(root_fd, s->path, 0755, err)
+                                : brig_path_mkfile_in_root(root_fd, s->path, 0644, err);
     if (dst < 0)
-        return brig_error_wrap(err, "mount `%s` on `%s`", m->source, m->destination);
+        return brig_error_wrap(err, "mount `%s` on `%s`", s->source, s->path);
     char from[BRIG_FD_PATH_MAX], to[BRIG_FD_PATH_MAX];
     brig_fd_path(src, from);
     brig_fd_path(dst, to);
     if (mount(from, to, NULL, MS_BIND | (mf->flags & MS_REC), NULL) < 0)
-        return mount_error(err, errno, m, NULL);
-    return mount_finish(root_fd, m, mf, true, err);
+        return mount_error(err, errno, s, NULL);
+    return mount_finish(root_fd, s, mf, true, err);
 }
 
 /* Removes "gid=N" from a devpts data string, in place. */
@@ -289,17 +283,17 @@ static void drop_gid_option(char *data)
 
 /* Bind-mounts a host tree instead of a fresh filesystem the kernel refused;
  * `force` adds flags (read-only for cgroup2). */
-static int mount_fallback_bind(int root_fd, const char *host, const struct brig_mount *m,
+static int mount_fallback_bind(int root_fd, const char *host, const struct brig_rootfs_step *s,
                                const struct brig_mount_flags *mf, unsigned long force,
                                const char *to, brig_error_t *err)
 {
     if (mount(host, to, NULL, MS_BIND | MS_REC, NULL) < 0)
         return brig_error_set(err, errno, "mount `%s` on `%s`: bind the host's `%s` instead",
-                              mount_source_name(m), m->destination, host);
+                              mount_source_name(s), s->path, host);
     struct brig_mount_flags bound = *mf;
     bound.flags |= force;
     bound.clear &= ~force;
-    if (mount_finish(root_fd, m, &bound, true, err) < 0)
+    if (mount_finish(root_fd, s, &bound, true, err) < 0)
         return -1;
     /* The filesystem that was asked for has no submounts; the host tree
      * does. Give them the same ro/nosuid/nodev/noexec where the kernel can
@@ -308,11 +302,11 @@ static int mount_fallback_bind(int root_fd, const char *host, const struct brig_
                                ((bound.flags & MS_NOSUID) ? MOUNT_ATTR_NOSUID : 0) |
                                ((bound.flags & MS_NODEV) ? MOUNT_ATTR_NODEV : 0) |
                                ((bound.flags & MS_NOEXEC) ? MOUNT_ATTR_NOEXEC : 0);
-    cleanup_close int fd = brig_path_open_in_root(root_fd, m->destination, O_PATH, 0, err);
+    cleanup_close int fd = brig_path_open_in_root(root_fd, s->path, O_PATH, 0, err);
     if (fd < 0)
-        return brig_error_wrap(err, "mount `%s` on `%s`", mount_source_name(m), m->destination);
+        return brig_error_wrap(err, "mount `%s` on `%s`", mount_source_name(s), s->path);
     if (brig_mount_set_recursive_attrs(fd, attrs, 0) < 0 && errno != ENOSYS)
-        return mount_error(err, errno, m, "apply flags to the submounts");
+        return mount_error(err, errno, s, "apply flags to the submounts");
     return 0;
 }
 
@@ -322,16 +316,17 @@ static int mount_fallback_bind(int root_fd, const char *host, const struct brig_
  * host's v2 hierarchy is bound instead. That shows the host's whole tree
  * rather than the container's cgroup-namespace view, so it is read-only:
  * the container may look, never move processes or change limits. */
-static int mount_cgroup(int root_fd, const struct brig_mount *m, const struct brig_mount_flags *mf,
-                        const char *to, brig_error_t *err)
+static int mount_cgroup(int root_fd, const struct brig_rootfs_step *s, const char *to,
+                        brig_error_t *err)
 {
+    const struct brig_mount_flags *mf = &s->mount;
     if (mount("cgroup2", to, "cgroup2", mf->flags, mf->data) == 0)
-        return mount_finish(root_fd, m, mf, false, err);
+        return mount_finish(root_fd, s, mf, false, err);
     int saved = errno;
     cleanup_free char *host = find_host_cgroup2();
     if (host == NULL || (saved != EPERM && saved != EBUSY && saved != EINVAL))
-        return mount_error(err, saved, m, NULL);
-    return mount_fallback_bind(root_fd, host, m, mf, MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+        return mount_error(err, saved, s, NULL);
+    return mount_fallback_bind(root_fd, host, s, mf, MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
                                to, err);
 }
 
@@ -437,218 +432,96 @@ static int copy_tree(int from, int to, int depth)
 
 /* Fills the tmpfs just mounted on the destination with what `below`, the
  * directory it now covers, holds. */
-static int copy_up(int root_fd, const struct brig_mount *m, int below, brig_error_t *err)
+static int copy_up(int root_fd, const struct brig_rootfs_step *s, int below, brig_error_t *err)
 {
-    cleanup_close int top = brig_path_open_in_root(root_fd, m->destination,
+    cleanup_close int top = brig_path_open_in_root(root_fd, s->path,
                                                    O_RDONLY | O_DIRECTORY, 0, err);
     if (top < 0)
-        return brig_error_wrap(err, "mount `%s` on `%s`", mount_source_name(m), m->destination);
+        return brig_error_wrap(err, "mount `%s` on `%s`", mount_source_name(s), s->path);
     if (copy_tree(below, top, 0) < 0)
-        return mount_error(err, errno, m, "copy the directory's contents into it (tmpcopyup)");
+        return mount_error(err, errno, s, "copy the directory's contents into it (tmpcopyup)");
     return 0;
 }
 
 /* A tmpfs that starts as a copy of the directory it covers. The copy is made
  * before a read-only tmpfs becomes read-only. */
-static int mount_tmpfs_copy_up(int root_fd, const struct brig_mount *m,
-                               const struct brig_mount_flags *mf, int dst, const char *to,
-                               unsigned long flags, brig_error_t *err)
+static int mount_tmpfs_copy_up(int root_fd, const struct brig_rootfs_step *s, int dst,
+                               const char *to, brig_error_t *err)
 {
+    const struct brig_mount_flags *mf = &s->mount;
     /* Opened before the mount, so it stays on the covered directory. */
     cleanup_close int below = openat(dst, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (below < 0)
-        return mount_error(err, errno, m, "open the directory to copy up");
-    const char *source = m->source ? m->source : m->type;
-    if (mount(source, to, m->type, flags & ~MS_RDONLY, mf->data) < 0)
-        return mount_error(err, errno, m, NULL);
-    if (copy_up(root_fd, m, below, err) < 0)
+        return mount_error(err, errno, s, "open the directory to copy up");
+    const char *source = s->source ? s->source : s->fstype;
+    if (mount(source, to, s->fstype, mf->flags & ~MS_RDONLY, mf->data) < 0)
+        return mount_error(err, errno, s, NULL);
+    if (copy_up(root_fd, s, below, err) < 0)
         return -1;
-    if (flags & MS_RDONLY) {
-        cleanup_close int top = brig_path_open_in_root(root_fd, m->destination, O_PATH, 0, err);
+    if (mf->flags & MS_RDONLY) {
+        cleanup_close int top = brig_path_open_in_root(root_fd, s->path, O_PATH, 0, err);
         if (top < 0)
-            return brig_error_wrap(err, "mount `%s` on `%s`", source, m->destination);
+            return brig_error_wrap(err, "mount `%s` on `%s`", source, s->path);
         char path[BRIG_FD_PATH_MAX];
         brig_fd_path(top, path);
-        if (mount(NULL, path, NULL, MS_REMOUNT | flags, mf->data) < 0)
-            return mount_error(err, errno, m, "remount read-only after the copy");
+        if (mount(NULL, path, NULL, MS_REMOUNT | mf->flags, mf->data) < 0)
+            return mount_error(err, errno, s, "remount read-only after the copy");
     }
-    return mount_finish(root_fd, m, mf, false, err);
+    return mount_finish(root_fd, s, mf, false, err);
 }
 
-static int mount_filesystem(int root_fd, const struct brig_mount *m,
-                            const struct brig_mount_flags *mf, brig_error_t *err)
+/* A filesystem of the step's type; the plan stripped bind flags from it. */
+static int mount_filesystem(int root_fd, const struct brig_rootfs_step *s, brig_error_t *err)
 {
-    if (m->type == NULL)
-        return mount_error(err, EINVAL, m, "no type and no bind option");
-    cleanup_close int dst = brig_path_mkdir_in_root(root_fd, m->destination, 0755, err);
+    const struct brig_mount_flags *mf = &s->mount;
+    /* The plan refused a mount without a type; checked, not trusted. */
+    if (s->fstype == NULL)
+        return mount_error(err, EINVAL, s, "no type and no bind option");
+    cleanup_close int dst = brig_path_mkdir_in_root(root_fd, s->path, 0755, err);
     if (dst < 0)
-        return brig_error_wrap(err, "mount `%s` on `%s`", mount_source_name(m), m->destination);
+        return brig_error_wrap(err, "mount `%s` on `%s`", mount_source_name(s), s->path);
     char to[BRIG_FD_PATH_MAX];
     brig_fd_path(dst, to);
-    if (strcmp(m->type, "cgroup") == 0 || strcmp(m->type, "cgroup2") == 0)
-        return mount_cgroup(root_fd, m, mf, to, err);
+    if (s->mount_kind == BRIG_MOUNT_CGROUP)
+        return mount_cgroup(root_fd, s, to, err);
+    if (s->mount_kind == BRIG_MOUNT_TMPFS && mf->copy_up)
+        return mount_tmpfs_copy_up(root_fd, s, dst, to, err);
 
-    const char *source = m->source ? m->source : m->type;
-    unsigned long flags = mf->flags & ~(MS_BIND | MS_REC);
-    if (mf->copy_up && strcmp(m->type, "tmpfs") == 0)
-        return mount_tmpfs_copy_up(root_fd, m, mf, dst, to, flags, err);
-    if (mount(source, to, m->type, flags, mf->data) == 0)
-        return mount_finish(root_fd, m, mf, false, err);
+    const char *source = s->source ? s->source : s->fstype;
+    if (mount(source, to, s->fstype, mf->flags, mf->data) == 0)
+        return mount_finish(root_fd, s, mf, false, err);
     int saved = errno;
     /* sysfs belongs to the network namespace: a user namespace that shares
      * the host's cannot mount it (EPERM). Bind the host's /sys, as runc and
      * crun do. */
-    if (strcmp(m->type, "sysfs") == 0 && saved == EPERM)
-        return mount_fallback_bind(root_fd, "/sys", m, mf, 0, to, err);
+    if (s->mount_kind == BRIG_MOUNT_SYSFS && saved == EPERM)
+        return mount_fallback_bind(root_fd, "/sys", s, mf, 0, to, err);
     /* devpts "gid=5" fails with EINVAL when gid 5 isn't mapped into the user
      * namespace; the ptys are then owned by the container's root group. */
-    if (strcmp(m->type, "devpts") == 0 && saved == EINVAL && mf->data &&
+    if (s->mount_kind == BRIG_MOUNT_DEVPTS && saved == EINVAL && mf->data &&
         strstr(mf->data, "gid=") != NULL) {
         cleanup_free char *data = strdup(mf->data);
         drop_gid_option(data);
-        if (data != NULL && mount(source, to, m->type, flags, data) == 0)
-            return mount_finish(root_fd, m, mf, false, err);
+        if (data != NULL && mount(source, to, s->fstype, mf->flags, data) == 0)
+            return mount_finish(root_fd, s, mf, false, err);
     }
-    return mount_error(err, saved, m, NULL);
+    return mount_error(err, saved, s, NULL);
 }
 
-static int mount_one(int root_fd, const struct brig_mount *m, brig_error_t *err)
+int brig_rootfs_do_mount(int root_fd, const struct brig_rootfs_step *s, brig_error_t *err)
 {
-    __attribute__((cleanup(brig_mount_flags_free))) struct brig_mount_flags mf = { 0 };
-    if (m->destination == NULL)
-        return brig_error_set(err, EINVAL, "mount `%s`: no destination", mount_source_name(m));
-    if (brig_mount_parse_options(&m->options, &mf, err) < 0)
-        return brig_error_wrap(err, "mount `%s` on `%s`", mount_source_name(m), m->destination);
-    if (is_bind_mount(m, &mf)) {
-        mf.flags |= MS_BIND;
-        return mount_bind(root_fd, m, &mf, err);
-    }
-    return mount_filesystem(root_fd, m, &mf, err);
+    if (s->mount_kind == BRIG_MOUNT_BIND)
+        return mount_bind(root_fd, s, err);
+    return mount_filesystem(root_fd, s, err);
 }
 
-/* ---- prepare ---- */
-
-static const char *rootfs_propagation_name(const struct brig_spec *spec)
+int brig_rootfs_do_private_parent(const char *rootfs, brig_error_t *err)
 {
-    const char *name = spec->linux_ ? spec->linux_->rootfs_propagation : NULL;
-    return name && *name ? name : NULL;
-}
-
-/* The default /dev is built when /dev is the rootfs's own directory or a
- * tmpfs from the spec; never into a bind of the host's /dev or a devtmpfs,
- * where creating a node would create it on the host. */
-static bool wants_default_dev(const struct brig_spec *spec)
-{
-    const struct brig_mount *dev = NULL;
-    for (size_t i = 0; i < spec->n_mounts; i++) {
-        cleanup_free char *dest = spec->mounts[i].destination
-                                      ? brig_path_clean(spec->mounts[i].destination)
-                                      : NULL;
-        if (dest && strcmp(dest, "/dev") == 0)
-            dev = &spec->mounts[i];
-    }
-    return dev == NULL || (dev->type && strcmp(dev->type, "tmpfs") == 0);
-}
-
-int brig_rootfs_prepare(const struct brig_rootfs_config *cfg, brig_error_t *err)
-{
-    const struct brig_spec *spec = cfg->spec;
-    /* Default rslave, like runc: host mounts made later (a volume appearing
-     * under a bind source) still reach the container, and nothing the
-     * container mounts flows back to the host. */
-    unsigned long prop = MS_SLAVE | MS_REC;
-    const char *prop_name = rootfs_propagation_name(spec);
-    if (prop_name && brig_propagation_from_name(prop_name, &prop, err) < 0)
-        return -1;
-    /* An unbindable "/" would make the rootfs bind below fail; finish makes
-     * it unbindable once the binds are done. */
-    if (prop & MS_UNBINDABLE)
-        prop = MS_PRIVATE | MS_REC;
-    if (mount(NULL, "/", NULL, prop, NULL) < 0)
-        return brig_error_set(err, errno, "set propagation of `/`");
-
-    /* pivot_root and MS_MOVE refuse a new root whose parent mount is shared
-     * (it can be, with rootfsPropagation "shared" or a non-recursive one);
-     * make only that one private. After the default rslave (or rprivate)
-     * nothing is shared, and mountinfo need not be read. */
     cleanup_free char *parent = NULL;
-    bool parent_shared = false;
-    bool none_shared = (prop & MS_REC) && (prop & (MS_SLAVE | MS_PRIVATE));
-    if (!none_shared && find_parent_mount(cfg->rootfs, &parent, &parent_shared, err) < 0)
+    bool shared = false;
+    if (find_parent_mount(rootfs, &parent, &shared, err) < 0)
         return -1;
-    if (parent_shared && mount(NULL, parent, NULL, MS_PRIVATE, NULL) < 0)
+    if (shared && mount(NULL, parent, NULL, MS_PRIVATE, NULL) < 0)
         return brig_error_set(err, errno, "make `%s` private", parent);
-
-    /* pivot_root needs the new root to be a mount point. */
-    if (mount(cfg->rootfs, cfg->rootfs, NULL, MS_BIND | MS_REC, NULL) < 0)
-        return brig_error_set(err, errno, "bind mount rootfs `%s`", cfg->rootfs);
-    /* Opened after the bind, so it is the bind: an fd from before would be
-     * the directory underneath, and mounts made through it would be hidden. */
-    cleanup_close int root_fd = open(cfg->rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (root_fd < 0)
-        return brig_error_set(err, errno, "open rootfs `%s`", cfg->rootfs);
-
-    for (size_t i = 0; i < spec->n_mounts; i++)
-        if (mount_one(root_fd, &spec->mounts[i], err) < 0)
-            return -1;
-    if (wants_default_dev(spec) && brig_devices_create(root_fd, spec, cfg->in_userns, err) < 0)
-        return -1;
-    return 0;
-}
-
-/* ---- pivot ---- */
-
-static int move_root(brig_error_t *err)
-{
-    /* The current directory is the rootfs bind. */
-    if (mount(".", "/", NULL, MS_MOVE, NULL) < 0)
-        return brig_error_set(err, errno, "move the rootfs to `/`");
-    if (chroot(".") < 0)
-        return brig_error_set(err, errno, "chroot into the rootfs");
-    if (chdir("/") < 0)
-        return brig_error_set(err, errno, "chdir to `/`");
-    return 0;
-}
-
-int brig_rootfs_pivot(const struct brig_rootfs_config *cfg, brig_error_t *err)
-{
-    cleanup_close int new_root = open(cfg->rootfs, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-    if (new_root < 0)
-        return brig_error_set(err, errno, "open rootfs `%s`", cfg->rootfs);
-    /* pivot_root refuses a shared current or new root, and a move onto a
-     * shared "/" would propagate to the host: with rootfsPropagation
-     * "shared" make these two mounts (not their children) private; finish
-     * makes the new "/" shared again. */
-    unsigned long prop = 0;
-    const char *name = rootfs_propagation_name(cfg->spec);
-    if (name && brig_propagation_from_name(name, &prop, err) < 0)
-        return -1;
-    if ((prop & MS_SHARED) && (mount(NULL, "/", NULL, MS_PRIVATE, NULL) < 0 ||
-                               mount(NULL, cfg->rootfs, NULL, MS_PRIVATE, NULL) < 0))
-        return brig_error_set(err, errno, "make the old and new root private");
-    if (fchdir(new_root) < 0)
-        return brig_error_set(err, errno, "chdir to rootfs `%s`", cfg->rootfs);
-    if (cfg->no_pivot)
-        return move_root(err);
-
-    cleanup_close int old_root = open("/", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-    if (old_root < 0)
-        return brig_error_set(err, errno, "open `/`");
-    /* pivot_root(".", ".") stacks the old root on top of the new one, so no
-     * put_old directory is needed inside the rootfs. */
-    if (syscall(SYS_pivot_root, ".", ".") < 0)
-        return brig_error_set(err, errno, "pivot_root to `%s`", cfg->rootfs);
-    /* Which of the two "." names now is not promised by the kernel; go to
-     * the old root explicitly. */
-    if (fchdir(old_root) < 0)
-        return brig_error_set(err, errno, "chdir to the old root");
-    /* A slave tree's unmounts stay here; a shared one's would reach the
-     * host, detaching the host's own mounts. */
-    if (mount(NULL, ".", NULL, MS_SLAVE | MS_REC, NULL) < 0)
-        return brig_error_set(err, errno, "make the old root rslave");
-    if (umount2(".", MNT_DETACH) < 0)
-        return brig_error_set(err, errno, "detach the old root");
-    if (chdir("/") < 0)
-        return brig_error_set(err, errno, "chdir to `/`");
     return 0;
 }

@@ -1,13 +1,6 @@
-/* The container's root filesystem: mounts, /dev, pivot_root, masked and
- * read-only paths. All of it runs in the container init, inside its new
- * mount namespace, in this order:
- *
- *   brig_rootfs_prepare()   propagation, rootfs bind, every spec mount, /dev
- *   (createContainer hooks run here, before pivot_root, per the spec)
- *   brig_rootfs_pivot()     pivot_root, or MS_MOVE + chroot with --no-pivot
- *   (sysctl is written here, through the container's own /proc)
- *   brig_rootfs_finish()    masked paths, read-only paths, read-only root
- */
+/* Mount options, destination checks and remount helpers: the pieces of
+ * the container's root filesystem that the runtime, the shim and the plan
+ * (rootfs/plan.h, which orders every step the init takes) share. */
 #ifndef BRIG_MOUNTS_H
 #define BRIG_MOUNTS_H
 
@@ -16,20 +9,9 @@
 #include "base/error.h"
 #include "spec/spec.h"
 
-struct brig_rootfs_config {
-    const struct brig_spec *spec;
-    const char *rootfs;   /* absolute, canonical path of the root directory */
-    bool in_userns;       /* devices are bind mounted from the host, not mknod'ed */
-    bool no_pivot;        /* MS_MOVE + chroot instead of pivot_root */
-};
-
-int brig_rootfs_prepare(const struct brig_rootfs_config *cfg, brig_error_t *err);
-int brig_rootfs_pivot(const struct brig_rootfs_config *cfg, brig_error_t *err);
-int brig_rootfs_finish(const struct brig_rootfs_config *cfg, brig_error_t *err);
-
 /* Parses mount options ("ro", "nosuid", "rbind", "rprivate", "size=64m",
  * ...) into mount(2) flags, propagation flags and the data string that goes
- * to the filesystem. Pure; used by prepare and by unit tests. */
+ * to the filesystem. Pure; used by the plan and by unit tests. */
 struct brig_mount_flags {
     unsigned long flags;        /* MS_RDONLY | MS_NOSUID | ... | MS_BIND | MS_REC */
     unsigned long clear;        /* flags explicitly turned off ("rw", "suid", ...) */

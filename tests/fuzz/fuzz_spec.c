@@ -1,12 +1,13 @@
 #define _GNU_SOURCE
 /* libFuzzer target: config.json parsing and validation (brig_spec_parse).
- * When the config carries linux.seccomp, the profile is compiled too, as
- * `create` would, without loading it. */
+ * Then, as `create` would before the clone, the rootfs plan is built and,
+ * when the config carries linux.seccomp, the profile compiled (not loaded). */
 #include <stddef.h>
 #include <stdint.h>
 
 #include "base/error.h"
 #include "process/seccomp.h"
+#include "rootfs/plan.h"
 #include "spec/spec.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -20,6 +21,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         brig_error_release(&err);
         return 0;
     }
+    struct brig_rootfs_plan *plan = NULL;
+    if (brig_rootfs_plan_build(spec, "/rootfs", false, &plan, &err) < 0)
+        brig_error_release(&err);
+    brig_rootfs_plan_free(plan);
     if (spec->linux_ && spec->linux_->seccomp) {
         struct brig_seccomp_filter *f = NULL;
 

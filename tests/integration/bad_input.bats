@@ -97,6 +97,18 @@ expect_create_failure() {
 	expect_create_failure brig:no-such-fs
 }
 
+@test "a mount option brig refuses is reported from the plan, before the clone" {
+	n=$(jq '.mounts | length' "$BUNDLE/config.json")
+	add_bind_mount "$BATS_TEST_TMPDIR" /data idmap
+	# The runtime's plan names the field; the init would name the mount.
+	expect_create_failure "brig:config.json: mounts[$n].options" brig:idmap
+}
+
+@test "a device number the kernel cannot hold is reported from the plan" {
+	update_config '.linux.devices = [{type: "c", path: "/dev/big", major: 5000, minor: 1}]'
+	expect_create_failure "brig:config.json: linux.devices[0]" brig:5000:1
+}
+
 @test "an empty container id" {
 	run --separate-stderr brig_detached create ""
 	assert_one_line_error brig:id

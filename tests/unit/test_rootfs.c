@@ -1,4 +1,5 @@
-/* brig_rootfs_prepare / pivot / finish for real, as root: a forked child
+/* A rootfs plan carried out for real (brig_rootfs_prepare / pivot / finish),
+ * as root: a forked child
  * unshares a mount namespace (and, in the second run, a user namespace),
  * builds a container root in a temp dir, and checks the result from inside.
  * The child's TAP lines share stdout; it hands its counters back through a
@@ -19,7 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "rootfs/mounts.h"
+#include "rootfs/plan.h"
 #include "base/path.h"
 #include "unit.h"
 
@@ -115,7 +116,11 @@ static void build_and_exercise(bool in_userns, bool no_pivot, int result_wr)
           .has_uid = true, .uid = 1000, .has_gid = true, .gid = 1000 },
         { .type = "p", .path = "/dev/fifo" },
     };
+    /* The plan reads from the spec which namespaces the init is in. */
+    struct brig_namespace ns[2] = { { .type = BRIG_NS_MOUNT }, { .type = BRIG_NS_USER } };
     struct brig_linux lx = {
+        .namespaces = ns,
+        .n_namespaces = in_userns ? 2 : 1,
         .devices = devs,
         .n_devices = 2,
         .masked_paths = STRV("/secret_dir", "/secret_file", "/proc/kcore", "/proc/version",
@@ -264,8 +269,6 @@ struct result {
 
 static void exercise(const struct brig_spec *spec, bool in_userns, bool no_pivot, int result_wr)
 {
-    struct brig_rootfs_config cfg = { .spec = spec, .rootfs = rootfs, .in_userns = in_userns,
-                                      .no_pivot = no_pivot };
     brig_error_t err = NULL;
     int host_tmp = open("/tmp", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (!in_userns && root_propagation == NULL && !brig_path_force_fallback) {
@@ -274,18 +277,23 @@ static void exercise(const struct brig_spec *spec, bool in_userns, bool no_pivot
         struct brig_spec bad_spec = *spec;
         bad_spec.mounts = &bad;
         bad_spec.n_mounts = 1;
-        struct brig_rootfs_config bad_cfg = cfg;
-        bad_cfg.spec = &bad_spec;
-        CHECK(chdir(bundle) == 0 && brig_rootfs_prepare(&bad_cfg, &err) < 0, "bad mount fails");
+        cleanup_rootfs_plan struct brig_rootfs_plan *bad_plan = NULL;
+        CHECK(brig_rootfs_plan_build(&bad_spec, rootfs, no_pivot, &bad_plan, &err) == 0,
+              "an unknown filesystem type is the kernel's to refuse, not the plan's");
+        CHECK(bad_plan && chdir(bundle) == 0 && brig_rootfs_prepare(bad_plan, &err) < 0,
+              "bad mount fails");
         CHECK_STR(err ? err->msg : NULL, "mount `none` (type brigfs-nonexistent) on `/bad`: No such device",
                   "error names the mount");
         brig_error_release(&err);
     }
-    bool ok = chdir(bundle) == 0 && brig_rootfs_prepare(&cfg, &err) == 0;
+    cleanup_rootfs_plan struct brig_rootfs_plan *plan = NULL;
+    bool ok = brig_rootfs_plan_build(spec, rootfs, no_pivot, &plan, &err) == 0;
+    CHECK(ok, "plan");
+    ok = ok && chdir(bundle) == 0 && brig_rootfs_prepare(plan, &err) == 0;
     CHECK(ok, in_userns ? "userns: prepare" : "prepare");
-    ok = ok && brig_rootfs_pivot(&cfg, &err) == 0;
+    ok = ok && brig_rootfs_pivot(plan, &err) == 0;
     CHECK(ok, no_pivot ? "no_pivot: move + chroot" : "pivot_root");
-    ok = ok && brig_rootfs_finish(&cfg, &err) == 0;
+    ok = ok && brig_rootfs_finish(plan, &err) == 0;
     CHECK(ok, "finish");
     if (err)
         printf("#   %s\n", err->msg);
