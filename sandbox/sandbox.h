@@ -3,7 +3,10 @@
  * bundle's spec into a sandbox's, and the sandbox handler carries the
  * rest through the container's life (its settings in the state dir, the
  * /mnt/data image, the rules every exec must follow, checkpoint and
- * restore). See docs/architecture.md for the seam. */
+ * restore). See docs/architecture.md for the seam. What `brig sandbox`
+ * does with sandboxes of its own is in layout.h (where they live),
+ * manage.h (create, remove, list, checkpoint, restore) and transfer.h
+ * (files in and out of /mnt/data). */
 #ifndef BRIG_SANDBOX_H
 #define BRIG_SANDBOX_H
 

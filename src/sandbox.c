@@ -1,22 +1,13 @@
 #define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "brig.h"
-#include "base/cleanup.h"
 #include "cli.h"
-#include "container/container.h"
-#include "sandbox/dataimage.h"
-#include "sandbox/profile.h"
+#include "sandbox/manage.h"
 #include "sandbox_cmd.h"
-#include "spec/spec.h"
-#include "base/utils.h"
 
 static const char usage[] =
     "Usage: brig sandbox COMMAND [options] ...\n\n"
@@ -33,23 +24,6 @@ static const char usage[] =
     "  restore [options] ID         bring a checkpointed sandbox back\n\n"
     "See `brig sandbox COMMAND --help` and brig-sandbox(8).\n";
 
-/* Where sandboxes keep their bundle and data image: $BRIG_SANDBOX_DIR, or
- * the default next to the shared tree. */
-const char *sandbox_home(void)
-{
-    const char *env = getenv("BRIG_SANDBOX_DIR");
-    return env && *env ? env : "/var/lib/brig/sandboxes";
-}
-
-int sandbox_dir(const char *id, char **out)
-{
-    if (*id == '\0' || strchr(id, '/') || strcmp(id, ".") == 0 || strcmp(id, "..") == 0)
-        return brig_fail_msg("sandbox: invalid id `%s`", id);
-    if (asprintf(out, "%s/%s", sandbox_home(), id) < 0)
-        return brig_fail_msg("sandbox: out of memory");
-    return 0;
-}
-
 /* ---- rm ---- */
 
 static const char rm_usage[] =
@@ -57,46 +31,19 @@ static const char rm_usage[] =
     "Kill the sandbox and remove it: its processes, cgroup, mounts, loop\n"
     "device, state and /mnt/data. Works on a half-created sandbox too.\n";
 
-int sandbox_remove(const char *id, brig_error_t *err)
-{
-    cleanup_free char *dir = NULL;
-    if (asprintf(&dir, "%s/%s", sandbox_home(), id) < 0)
-        return brig_error_set(err, ENOMEM, "sandbox");
-    brig_error_t warning = NULL;
-    if (brig_container_delete(brig_globals.root, id, true, &warning, err) < 0)
-        return -1;
-    brig_error_release(&warning);
-    /* A create that died before the container existed can still have
-     * mounted the data. */
-    if (brig_data_image_unmount(dir, err) < 0)
-        return -1;
-    cleanup_close int home = open(sandbox_home(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (home < 0)
-        return errno == ENOENT ? 0 : brig_error_set(err, errno, "open `%s`", sandbox_home());
-    if (faccessat(home, id, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
-        return 0;
-    return brig_remove_tree_at(home, id, err);
-}
-
 static int cmd_rm(int argc, char **argv)
 {
     int done = brig_parse_plain(argc, argv, rm_usage, 1, "sandbox id");
     if (done >= 0)
         return done;
     const char *id = argv[optind];
-    cleanup_free char *dir = NULL;
-    if (sandbox_dir(id, &dir))
-        return 1;
-    struct stat st;
     brig_error_t err = NULL;
-    struct brig_state *state = NULL;
-    enum brig_status status;
-    if (stat(dir, &st) < 0 && brig_container_state(brig_globals.root, id, &state, &status, &err) < 0) {
-        brig_error_release(&err);
+    int found = brig_sandbox_exists(brig_globals.root, id, &err);
+    if (found < 0)
+        return brig_fail(&err);
+    if (!found)
         return brig_fail_msg("sandbox rm: no sandbox `%s`", id);
-    }
-    brig_state_free(state);
-    if (sandbox_remove(id, &err) < 0)
+    if (brig_sandbox_remove(brig_globals.root, id, &err) < 0)
         return brig_fail(&err);
     return 0;
 }
@@ -133,9 +80,18 @@ static void print_size(uint64_t bytes, char *buf, size_t len)
         snprintf(buf, len, v < 10 ? "%.1f%c" : "%.0f%c", v, units[u]);
 }
 
-static int name_cmp(const void *a, const void *b)
+static void print_entry(const struct brig_sandbox_entry *e)
 {
-    return strcmp(*(char *const *) a, *(char *const *) b);
+    char age[32], used[16], size[16], data[40] = "-";
+    print_age(e->mtime, age, sizeof age);
+    if (e->data_mounted) {
+        print_size(e->data_used, used, sizeof used);
+        print_size(e->data_size, size, sizeof size);
+        snprintf(data, sizeof data, "%s/%s", used, size);
+    }
+    /* No container: the leftovers of a failed create. */
+    const char *state = e->has_container ? brig_status_name(e->status) : "broken";
+    printf("%-20s %-10s %-6s %s\n", e->id, state, age, data);
 }
 
 static int cmd_ls(int argc, char **argv)
@@ -148,53 +104,15 @@ static int cmd_ls(int argc, char **argv)
     int done = brig_parse_plain(argc, argv, ls_usage, 0, "");
     if (done >= 0)
         return done;
-    cleanup_dir DIR *d = opendir(sandbox_home());
     printf("%-20s %-10s %-6s %s\n", "ID", "STATE", "AGE", "DATA");
-    if (d == NULL)
-        return errno == ENOENT ? 0 : brig_fail_msg("sandbox ls: open `%s`: %s", sandbox_home(), strerror(errno));
-    char **names = NULL;
-    size_t n = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (de->d_name[0] == '.')
-            continue;
-        char **bigger = realloc(names, (n + 1) * sizeof *names);
-        if (bigger == NULL || (bigger[n] = strdup(de->d_name)) == NULL) {
-            free(bigger ? bigger : names);
-            return brig_fail_msg("sandbox ls: out of memory");
-        }
-        names = bigger;
-        n++;
-    }
-    qsort(names, n, sizeof *names, name_cmp);
-    for (size_t i = 0; i < n; i++) {
-        cleanup_free char *dir = NULL;
-        struct stat st;
-        if (asprintf(&dir, "%s/%s", sandbox_home(), names[i]) < 0 || stat(dir, &st) < 0) {
-            free(names[i]);
-            continue;
-        }
-        struct brig_state *state = NULL;
-        enum brig_status status;
-        brig_error_t err = NULL;
-        const char *state_name = "broken";
-        if (brig_container_state(brig_globals.root, names[i], &state, &status, &err) == 0)
-            state_name = brig_status_name(status);
-        brig_error_release(&err);
-        brig_state_free(state);
-        char age[32], used_s[16], size_s[16], data[40] = "-";
-        print_age(st.st_mtime, age, sizeof age);
-        uint64_t used, size;
-        if (brig_data_image_usage(dir, &used, &size, &err) == 0) {
-            print_size(used, used_s, sizeof used_s);
-            print_size(size, size_s, sizeof size_s);
-            snprintf(data, sizeof data, "%s/%s", used_s, size_s);
-        }
-        brig_error_release(&err);
-        printf("%-20s %-10s %-6s %s\n", names[i], state_name, age, data);
-        free(names[i]);
-    }
-    free(names);
+    struct brig_sandbox_entry *entries;
+    size_t n;
+    brig_error_t err = NULL;
+    if (brig_sandbox_list(brig_globals.root, &entries, &n, &err) < 0)
+        return brig_error_wrap(&err, "sandbox ls"), brig_fail(&err);
+    for (size_t i = 0; i < n; i++)
+        print_entry(&entries[i]);
+    brig_sandbox_list_free(entries, n);
     return 0;
 }
 

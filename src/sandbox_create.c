@@ -1,22 +1,17 @@
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "brig.h"
 #include "base/cleanup.h"
 #include "cli.h"
-#include "container/container.h"
+#include "sandbox/layout.h"
+#include "sandbox/manage.h"
 #include "sandbox/profile.h"
-#include "sandbox/sandbox.h"
 #include "sandbox_cmd.h"
-#include "spec/spec.h"
-#include "base/utils.h"
 
 static const char create_usage[] =
     "Usage: brig sandbox create [options] ID\n\n"
@@ -109,89 +104,22 @@ static int parse_create(int argc, char **argv, struct brig_profile_settings *s)
     return brig_expect_args(argc, argv, 1, "sandbox id");
 }
 
-/* The bundle: brig's default spec, without a terminal (the init is
- * detached). The profile rewrites the rest. */
-static int write_bundle(const char *dir, char **bundle)
-{
-    brig_error_t err = NULL;
-    cleanup_free char *json = NULL;
-    if (asprintf(bundle, "%s/bundle", dir) < 0)
-        return brig_fail_msg("sandbox create: out of memory");
-    if (mkdir(*bundle, 0700) < 0 && errno != EEXIST)
-        return brig_fail_msg("sandbox create: mkdir `%s`: %s", *bundle, strerror(errno));
-    if (brig_spec_default_json(false, &json, &err) < 0)
-        return brig_fail(&err);
-    /* Same length, so an in-place edit of the generated text. */
-    char *t = strstr(json, "\"terminal\": true");
-    if (t)
-        memcpy(t, "\"terminal\":false", 16);
-    cleanup_close int fd = open(*bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0 || brig_write_file_atomic_at(fd, "config.json", json, strlen(json), 0600, &err) < 0)
-        return err ? brig_fail(&err) : brig_fail_msg("sandbox create: open `%s`: %s", *bundle, strerror(errno));
-    return 0;
-}
-
-static int start_sandbox(const char *id, const char *bundle, const struct brig_profile_settings *s)
-{
-    struct brig_create_options o = {
-        .root = brig_globals.root, .id = id, .bundle = bundle,
-        .no_cgroup = brig_globals.no_cgroup,
-    };
-    brig_error_t err = NULL, warning = NULL;
-    struct brig_bundle b;
-    struct brig_profile_settings use = { 0 };
-    pid_t pid;
-    bool created;
-    int r = brig_bundle_load(bundle, &b, &err);
-    o.config = &b;
-    if (r == 0)
-        r = brig_sandbox_prepare(&o, BRIG_PROFILE_SANDBOX, s, &use, &err);
-    if (r == 0)
-        r = brig_container_create_started(&o, &pid, &created, &warning, &err);
-    brig_bundle_clear(&b);
-    brig_profile_settings_clear(&use);
-    if (r < 0) {
-        brig_error_release(&warning);
-        return brig_fail(&err);
-    }
-    if (warning)
-        brig_warn(&warning);
-    return 0;
-}
-
 int sandbox_cmd_create(int argc, char **argv)
 {
     struct brig_profile_settings s;
-    brig_error_t err = NULL;
+    brig_error_t err = NULL, warning = NULL;
     if (brig_profile_settings_default(&s, &err) < 0)
         return brig_fail(&err);
-    s.detached_init = 1;
     int r = parse_create(argc, argv, &s);
-    const char *id = r == 0 ? argv[optind] : NULL;
-    cleanup_free char *dir = NULL, *bundle = NULL;
-    if (r == 0)
-        r = sandbox_dir(id, &dir);
-    struct brig_state *state = NULL;
-    enum brig_status status;
-    if (r == 0 && brig_container_state(brig_globals.root, id, &state, &status, &err) == 0)
-        r = brig_fail_msg("sandbox create: sandbox `%s` exists (%s)", id, brig_status_name(status));
-    brig_error_release(&err);
-    brig_state_free(state);
-    if (r == 0 && mkdir(sandbox_home(), 0711) < 0 && errno != EEXIST)
-        r = brig_fail_msg("sandbox create: mkdir `%s`: %s", sandbox_home(), strerror(errno));
-    /* An existing dir is a sandbox whose init stopped: its data is reused. */
-    bool fresh = r == 0 && mkdir(dir, 0700) == 0;
-    if (r == 0 && !fresh && errno != EEXIST)
-        r = brig_fail_msg("sandbox create: mkdir `%s`: %s", dir, strerror(errno));
-    if (r == 0 && (s.data_dir = strdup(dir)) == NULL)
-        r = brig_fail_msg("sandbox create: out of memory");
-    if (r == 0)
-        r = write_bundle(dir, &bundle);
-    if (r == 0)
-        r = start_sandbox(id, bundle, &s);
-    if (r > 0 && fresh) {
-        if (sandbox_remove(id, &err) < 0)
-            brig_warn(&err);
+    if (r == 0) {
+        struct brig_sandbox_create_options o = {
+            .root = brig_globals.root, .id = argv[optind],
+            .no_cgroup = brig_globals.no_cgroup, .settings = &s,
+        };
+        r = brig_sandbox_create(&o, &warning, &err) < 0 ? brig_fail(&err) : 0;
+        /* A failed poststart hook; after a failure, what its undo could
+         * not remove. */
+        brig_warn(&warning);
     }
     brig_profile_settings_clear(&s);
     return r < 0 ? 0 : r;
@@ -250,9 +178,10 @@ int sandbox_cmd_exec(int argc, char **argv)
     }
     if (optind >= argc)
         return brig_fail_msg("sandbox exec: missing the sandbox id (see `brig sandbox exec --help`)");
-    cleanup_free char *dir = NULL;
-    if (sandbox_dir(argv[optind], &dir))
-        return 1;
+    /* An id no sandbox can have fails here, as in every subcommand. */
+    brig_error_t err = NULL;
+    if (brig_sandbox_id_validate(argv[optind], &err) < 0)
+        return brig_error_wrap(&err, "sandbox"), brig_fail(&err);
     args[n++] = argv[optind++];
     if (optind < argc && strcmp(argv[optind], "--") == 0)
         optind++;

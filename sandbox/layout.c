@@ -1,0 +1,41 @@
+#define _GNU_SOURCE
+#include "sandbox/layout.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *brig_sandbox_home(void)
+{
+    const char *env = getenv(BRIG_SANDBOX_HOME_ENV);
+    return env && *env ? env : BRIG_SANDBOX_HOME_DEFAULT;
+}
+
+int brig_sandbox_id_validate(const char *id, brig_error_t *err)
+{
+    /* The id becomes a path component under the home, and rm removes that
+     * tree: anything but a single name could reach outside it. */
+    if (*id == '\0' || strchr(id, '/') || strcmp(id, ".") == 0 || strcmp(id, "..") == 0)
+        return brig_error_set(err, 0, "invalid id `%s`", id);
+    return 0;
+}
+
+int brig_sandbox_dir(const char *id, char **out, brig_error_t *err)
+{
+    return brig_sandbox_path(id, NULL, out, err);
+}
+
+int brig_sandbox_path(const char *id, const char *name, char **out, brig_error_t *err)
+{
+    *out = NULL;
+    if (brig_sandbox_id_validate(id, err) < 0)
+        return brig_error_wrap(err, "sandbox");
+    int n = name ? asprintf(out, "%s/%s/%s", brig_sandbox_home(), id, name)
+                 : asprintf(out, "%s/%s", brig_sandbox_home(), id);
+    if (n < 0) {
+        *out = NULL;
+        return brig_error_set(err, ENOMEM, "sandbox");
+    }
+    return 0;
+}

@@ -1,0 +1,294 @@
+#define _GNU_SOURCE
+#include "sandbox/manage.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/utils.h"
+#include "container/checkpoint.h"
+#include "container/container.h"
+#include "sandbox/dataimage.h"
+#include "sandbox/layout.h"
+#include "sandbox/sandbox.h"
+#include "spec/spec.h"
+
+#define CREATE "sandbox create"
+
+/* Whether the state root holds a container of that id, and its status. */
+static bool container_status(const char *root, const char *id, enum brig_status *status)
+{
+    struct brig_state *state = NULL;
+    brig_error_t err = NULL;
+    int r = brig_container_state(root, id, &state, status, &err);
+    brig_error_release(&err);
+    brig_state_free(state);
+    return r == 0;
+}
+
+/* ---- create ---- */
+
+/* The home and the sandbox's dir. An existing dir is a sandbox whose init
+ * stopped: its data is reused, so *fresh stays false and a failed create
+ * leaves it alone. */
+static int make_dirs(const char *dir, bool *fresh, brig_error_t *err)
+{
+    const char *home = brig_sandbox_home();
+    *fresh = false;
+    if (mkdir(home, 0711) < 0 && errno != EEXIST)
+        return brig_error_set(err, errno, CREATE ": mkdir `%s`", home);
+    if (mkdir(dir, 0700) == 0)
+        *fresh = true;
+    else if (errno != EEXIST)
+        return brig_error_set(err, errno, CREATE ": mkdir `%s`", dir);
+    return 0;
+}
+
+/* The bundle: brig's default spec, without a terminal (the init is
+ * detached). The profile rewrites the rest. */
+static int write_bundle(const char *bundle, brig_error_t *err)
+{
+    cleanup_free char *json = NULL;
+    if (mkdir(bundle, 0700) < 0 && errno != EEXIST)
+        return brig_error_set(err, errno, CREATE ": mkdir `%s`", bundle);
+    if (brig_spec_default_json(false, &json, err) < 0)
+        return -1;
+    /* Same length, so an in-place edit of the generated text. */
+    char *t = strstr(json, "\"terminal\": true");
+    if (t)
+        memcpy(t, "\"terminal\":false", 16);
+    cleanup_close int fd = open(bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return brig_error_set(err, errno, CREATE ": open `%s`", bundle);
+    return brig_write_file_atomic_at(fd, "config.json", json, strlen(json), 0600, err);
+}
+
+/* The bundle loaded, the profile applied with the sandbox's data dir, and
+ * the container created and started. */
+static int start(const struct brig_sandbox_create_options *o, char *dir, const char *bundle,
+                 brig_error_t *warning, brig_error_t *err)
+{
+    /* A shallow copy: its strings stay the caller's (and `dir` ours), and
+     * prepare takes a deep copy of its own. */
+    struct brig_profile_settings s = *o->settings;
+    s.data_dir = dir;
+    s.detached_init = 1;
+    struct brig_create_options c = {
+        .root = o->root, .id = o->id, .bundle = bundle, .no_cgroup = o->no_cgroup,
+    };
+    struct brig_bundle b;
+    struct brig_profile_settings use = { 0 };
+    pid_t pid;
+    bool created;
+    int r = brig_bundle_load(bundle, &b, err);
+    c.config = &b;
+    if (r == 0)
+        r = brig_sandbox_prepare(&c, BRIG_PROFILE_SANDBOX, &s, &use, err);
+    if (r == 0)
+        r = brig_container_create_started(&c, &pid, &created, warning, err);
+    brig_bundle_clear(&b);
+    brig_profile_settings_clear(&use);
+    return r < 0 ? -1 : 0;
+}
+
+int brig_sandbox_create(const struct brig_sandbox_create_options *o, brig_error_t *warning,
+                        brig_error_t *err)
+{
+    cleanup_free char *dir = NULL, *bundle = NULL;
+    enum brig_status status;
+    bool fresh;
+    if (brig_sandbox_dir(o->id, &dir, err) < 0)
+        return -1;
+    if (container_status(o->root, o->id, &status)) {
+        brig_error_set(err, 0, CREATE ": sandbox `%s` exists (%s)", o->id,
+                       brig_status_name(status));
+        (*err)->errnum = EEXIST;
+        return -1;
+    }
+    if (make_dirs(dir, &fresh, err) < 0)
+        return -1;
+    int r = brig_sandbox_path(o->id, BRIG_SANDBOX_BUNDLE, &bundle, err);
+    if (r == 0)
+        r = write_bundle(bundle, err);
+    if (r == 0)
+        r = start(o, dir, bundle, warning, err);
+    if (r < 0) {
+        brig_error_release(warning);
+        /* Whatever stays behind is the caller's to hear about, not the
+         * error: the create failed either way. */
+        if (fresh)
+            (void) brig_sandbox_remove(o->root, o->id, warning);
+    }
+    return r;
+}
+
+/* ---- exists, remove ---- */
+
+int brig_sandbox_exists(const char *root, const char *id, brig_error_t *err)
+{
+    cleanup_free char *dir = NULL;
+    struct stat st;
+    enum brig_status status;
+    if (brig_sandbox_dir(id, &dir, err) < 0)
+        return -1;
+    return stat(dir, &st) == 0 || container_status(root, id, &status);
+}
+
+int brig_sandbox_remove(const char *root, const char *id, brig_error_t *err)
+{
+    cleanup_free char *dir = NULL;
+    if (brig_sandbox_dir(id, &dir, err) < 0)
+        return -1;
+    brig_error_t warning = NULL;
+    if (brig_container_delete(root, id, true, &warning, err) < 0)
+        return -1;
+    brig_error_release(&warning);
+    /* A create that died before the container existed can still have
+     * mounted the data. */
+    if (brig_data_image_unmount(dir, err) < 0)
+        return -1;
+    const char *home = brig_sandbox_home();
+    cleanup_close int home_fd = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (home_fd < 0)
+        return errno == ENOENT ? 0 : brig_error_set(err, errno, "open `%s`", home);
+    if (faccessat(home_fd, id, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+        return 0;
+    return brig_remove_tree_at(home_fd, id, err);
+}
+
+/* ---- list ---- */
+
+static int entry_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct brig_sandbox_entry *) a)->id,
+                  ((const struct brig_sandbox_entry *) b)->id);
+}
+
+/* Every name in the home but dot files, as entries with only the id. */
+static int read_ids(DIR *d, struct brig_sandbox_entry **out, size_t *n, brig_error_t *err)
+{
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        struct brig_sandbox_entry *bigger = realloc(*out, (*n + 1) * sizeof **out);
+        if (bigger == NULL)
+            return brig_error_set(err, ENOMEM, "sandboxes");
+        *out = bigger;
+        bigger[*n] = (struct brig_sandbox_entry) { .id = strdup(de->d_name) };
+        if (bigger[*n].id == NULL)
+            return brig_error_set(err, ENOMEM, "sandboxes");
+        (*n)++;
+    }
+    return 0;
+}
+
+/* The rest of an entry; false when its dir is gone (or not one to stat). */
+static bool fill_entry(const char *root, struct brig_sandbox_entry *e)
+{
+    cleanup_free char *dir = NULL;
+    struct stat st;
+    if (asprintf(&dir, "%s/%s", brig_sandbox_home(), e->id) < 0) {
+        dir = NULL;
+        return false;
+    }
+    if (stat(dir, &st) < 0)
+        return false;
+    e->mtime = st.st_mtime;
+    e->has_container = container_status(root, e->id, &e->status);
+    brig_error_t err = NULL;
+    e->data_mounted = brig_data_image_usage(dir, &e->data_used, &e->data_size, &err) == 0;
+    brig_error_release(&err);
+    return true;
+}
+
+int brig_sandbox_list(const char *root, struct brig_sandbox_entry **out, size_t *n,
+                      brig_error_t *err)
+{
+    *out = NULL;
+    *n = 0;
+    const char *home = brig_sandbox_home();
+    cleanup_dir DIR *d = opendir(home);
+    if (d == NULL)
+        return errno == ENOENT ? 0 : brig_error_set(err, errno, "open `%s`", home);
+    struct brig_sandbox_entry *entries = NULL;
+    size_t count = 0, kept = 0;
+    if (read_ids(d, &entries, &count, err) < 0) {
+        brig_sandbox_list_free(entries, count);
+        return -1;
+    }
+    qsort(entries, count, sizeof *entries, entry_cmp);
+    for (size_t i = 0; i < count; i++) {
+        if (fill_entry(root, &entries[i]))
+            entries[kept++] = entries[i];
+        else
+            free(entries[i].id);
+    }
+    *out = entries;
+    *n = kept;
+    return 0;
+}
+
+void brig_sandbox_list_free(struct brig_sandbox_entry *entries, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(entries[i].id);
+    free(entries);
+}
+
+/* ---- checkpoint, restore ---- */
+
+/* Where the images go: image_path, or checkpoint/ beside the data. */
+static int image_dir(const char *id, const char *image_path, char **out, brig_error_t *err)
+{
+    cleanup_free char *dir = NULL;
+    if (brig_sandbox_dir(id, &dir, err) < 0)
+        return -1;
+    if (image_path == NULL)
+        return brig_sandbox_path(id, BRIG_SANDBOX_CHECKPOINT, out, err);
+    *out = strdup(image_path);
+    return *out ? 0 : brig_error_set(err, ENOMEM, "sandbox");
+}
+
+int brig_sandbox_checkpoint(const char *root, const char *id, const char *image_path,
+                            bool leave_running, brig_error_t *err)
+{
+    cleanup_free char *images = NULL;
+    if (image_dir(id, image_path, &images, err) < 0)
+        return -1;
+    struct brig_checkpoint_options o = {
+        .root = root,
+        .id = id,
+        .criu.image_path = images,
+        .leave_running = leave_running,
+    };
+    return brig_container_checkpoint(&o, err);
+}
+
+int brig_sandbox_restore(const char *root, const char *id, const char *image_path,
+                         bool no_cgroup, pid_t *init_pid, brig_error_t *err)
+{
+    cleanup_free char *images = NULL, *bundle = NULL;
+    if (image_dir(id, image_path, &images, err) < 0
+        || brig_sandbox_path(id, BRIG_SANDBOX_BUNDLE, &bundle, err) < 0)
+        return -1;
+    struct brig_restore_options o = {
+        .root = root,
+        .id = id,
+        .bundle = bundle,
+        .no_cgroup = no_cgroup,
+        .criu.image_path = images,
+    };
+    pid_t init;
+    if (brig_container_restore(&o, &init, err) < 0)
+        return -1;
+    if (init_pid)
+        *init_pid = init;
+    return 0;
+}

@@ -1,0 +1,151 @@
+#define _GNU_SOURCE
+#include "sandbox/transfer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/path.h"
+#include "sandbox/dataimage.h"
+#include "sandbox/layout.h"
+#include "sandbox/profile.h"
+
+#define CP "sandbox cp"
+
+int brig_sandbox_data_relpath(const char *path, char **rel, brig_error_t *err)
+{
+    size_t dlen = strlen(BRIG_SANDBOX_DATA);
+    *rel = NULL;
+    if (strncmp(path, BRIG_SANDBOX_DATA, dlen) == 0 && (path[dlen] == '\0' || path[dlen] == '/'))
+        path += dlen;
+    else if (path[0] == '/')
+        return brig_error_set(err, 0, "only %s is reachable", BRIG_SANDBOX_DATA);
+    while (*path == '/')
+        path++;
+    *rel = strdup(*path ? path : ".");
+    return *rel ? 0 : brig_error_set(err, ENOMEM, CP);
+}
+
+int brig_sandbox_data_open_tree(const char *id, brig_error_t *err)
+{
+    cleanup_free char *dir = NULL, *mnt = NULL;
+    if (brig_sandbox_dir(id, &dir, err) < 0)
+        return -1;
+    /* Only a mounted image: the bare mount point would take the file
+     * onto the host's disk, past the quota and gone at the next mount. */
+    uint64_t used, size;
+    if (brig_data_image_usage(dir, &used, &size, err) < 0)
+        return brig_error_wrap(err, "sandbox `%s`", id);
+    if (asprintf(&mnt, "%s/%s", dir, BRIG_DATA_MOUNT) < 0) {
+        mnt = NULL;
+        return brig_error_set(err, ENOMEM, CP);
+    }
+    int fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    return fd < 0 ? brig_error_set(err, errno, "open `%s`", mnt) : fd;
+}
+
+/* `dst`, or dst/NAME (the last component of `src`) when dst is a
+ * directory. NULL on out-of-memory. */
+static char *target_name(const char *dst, bool is_dir, const char *src)
+{
+    if (!is_dir)
+        return strdup(dst);
+    cleanup_free char *copy = strdup(src);
+    char *out = NULL;
+    if (copy == NULL || asprintf(&out, "%s/%s", dst, basename(copy)) < 0)
+        return NULL;
+    return out;
+}
+
+static bool ends_in_slash(const char *path)
+{
+    size_t len = strlen(path);
+    return len > 0 && path[len - 1] == '/';
+}
+
+int brig_sandbox_data_target(int tree_fd, const char *rel, const char *src, char **name,
+                             brig_error_t *err)
+{
+    cleanup_close int probe = brig_path_try_open_in_root(tree_fd, rel, O_PATH | O_DIRECTORY, 0);
+    *name = target_name(rel, probe >= 0 || ends_in_slash(rel), src);
+    return *name ? 0 : brig_error_set(err, ENOMEM, CP);
+}
+
+int brig_sandbox_data_create(int tree_fd, const char *name, brig_error_t *err)
+{
+    return brig_path_open_in_root(tree_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644,
+                                  err);
+}
+
+int brig_sandbox_data_read(int tree_fd, const char *rel, brig_error_t *err)
+{
+    cleanup_close int fd = brig_path_open_in_root(tree_fd, rel, O_RDONLY | O_NOFOLLOW, 0, err);
+    if (fd < 0)
+        return -1;
+    /* A fifo would block the copy, a device would read the host's. */
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+        return brig_error_set(err, 0, "not a regular file");
+    return brig_steal_fd(fd);
+}
+
+static int copy_fd(int from, int to)
+{
+    for (;;) {
+        ssize_t n = sendfile(to, from, NULL, 1 << 20);
+        if (n == 0)
+            return 0;
+        if (n < 0 && errno != EINTR)
+            return -1;
+    }
+}
+
+int brig_sandbox_copy_in(const char *src, const char *id, const char *rel, brig_error_t *err)
+{
+    cleanup_close int in = open(src, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (in < 0 || fstat(in, &st) < 0)
+        return brig_error_set(err, errno, CP ": `%s`", src);
+    if (!S_ISREG(st.st_mode))
+        return brig_error_set(err, 0, CP ": `%s`: not a regular file", src);
+    cleanup_close int tree = brig_sandbox_data_open_tree(id, err);
+    if (tree < 0)
+        return -1;
+    cleanup_free char *name = NULL;
+    if (brig_sandbox_data_target(tree, rel, src, &name, err) < 0)
+        return -1;
+    cleanup_close int out = brig_sandbox_data_create(tree, name, err);
+    if (out < 0)
+        return brig_error_wrap(err, CP ": `%s:%s/%s`", id, BRIG_SANDBOX_DATA, name);
+    if (fchown(out, BRIG_SANDBOX_UID, BRIG_SANDBOX_GID) < 0 || copy_fd(in, out) < 0)
+        return brig_error_set(err, errno, CP ": `%s:%s/%s`", id, BRIG_SANDBOX_DATA, name);
+    return 0;
+}
+
+int brig_sandbox_copy_out(const char *id, const char *rel, const char *dst, brig_error_t *err)
+{
+    cleanup_close int tree = brig_sandbox_data_open_tree(id, err);
+    if (tree < 0)
+        return -1;
+    cleanup_close int in = brig_sandbox_data_read(tree, rel, err);
+    if (in < 0)
+        return brig_error_wrap(err, CP ": `%s:%s/%s`", id, BRIG_SANDBOX_DATA, rel);
+    struct stat st;
+    bool is_dir = (stat(dst, &st) == 0 && S_ISDIR(st.st_mode)) || ends_in_slash(dst);
+    cleanup_free char *name = target_name(dst, is_dir, rel);
+    if (name == NULL)
+        return brig_error_set(err, ENOMEM, CP);
+    cleanup_close int out = open(name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (out < 0 || copy_fd(in, out) < 0)
+        return brig_error_set(err, errno, CP ": `%s`", name);
+    return 0;
+}

@@ -1,0 +1,46 @@
+/* Files in and out of a sandbox's /mnt/data, and nowhere else (`brig
+ * sandbox cp`). A path inside is resolved with the data tree as its root
+ * (base/path.h): `..` stops there, and a symlink the sandbox planted is
+ * followed as if the data tree were the whole file system, so no path
+ * reaches the host through one. A final symlink is never followed at all.
+ * Files copied in belong to the sandbox user.
+ *
+ * The fd-level functions take the data tree open (the host's mount of
+ * the image, dataimage.h); the copies find it from the sandbox's id. */
+#ifndef BRIG_SANDBOX_TRANSFER_H
+#define BRIG_SANDBOX_TRANSFER_H
+
+#include <sys/types.h>
+
+#include "base/error.h"
+
+/* A path as the sandbox sees it (/mnt/data/x, or x relative to /mnt/data)
+ * → the same path relative to the data tree ("." for its top). Pure; any
+ * other absolute path is the error "only /mnt/data is reachable". */
+int brig_sandbox_data_relpath(const char *path, char **rel, brig_error_t *err);
+
+/* The data tree of a sandbox whose data is mounted: a directory fd. */
+int brig_sandbox_data_open_tree(const char *id, brig_error_t *err);
+
+/* Where a file named `src` (a path: its last component counts) copied to
+ * `rel` lands in the tree: `rel`, or rel/NAME when `rel` is a directory
+ * there or ends in `/`. */
+int brig_sandbox_data_target(int tree_fd, const char *rel, const char *src, char **name,
+                             brig_error_t *err);
+
+/* `name` in the tree opened for writing: created 0644, or truncated. */
+int brig_sandbox_data_create(int tree_fd, const char *name, brig_error_t *err);
+
+/* A regular file of the tree opened for reading; anything else is the
+ * error "not a regular file". */
+int brig_sandbox_data_read(int tree_fd, const char *rel, brig_error_t *err);
+
+/* The host file `src` copied into the sandbox at `rel` (relative to
+ * /mnt/data, see brig_sandbox_data_target), owned by the sandbox user. */
+int brig_sandbox_copy_in(const char *src, const char *id, const char *rel, brig_error_t *err);
+
+/* The sandbox's regular file at `rel` copied to the host at `dst`, or into
+ * it under the file's name when `dst` is a directory or ends in `/`. */
+int brig_sandbox_copy_out(const char *id, const char *rel, const char *dst, brig_error_t *err);
+
+#endif
