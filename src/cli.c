@@ -154,16 +154,6 @@ int brig_parse_args(int argc, char **argv, int min, int max, const char *what)
     return BRIG_CLI_GO_ON;
 }
 
-int brig_expect_args(int argc, char **argv, int n, const char *what)
-{
-    return brig_parse_args(argc, argv, n, n, what) == BRIG_CLI_GO_ON ? 0 : 1;
-}
-
-int brig_parse_uint(const char *flag, const char *value, int *out)
-{
-    return brig_parse_flag_uint(flag, value, out) == BRIG_CLI_GO_ON ? 0 : 1;
-}
-
 int brig_bad_option(char **argv)
 {
     const char *flag = optind > 0 ? argv[optind - 1] : "?";

@@ -80,11 +80,4 @@ int brig_usage(const char *text);
  * returns 1. */
 int brig_bad_option(char **argv);
 
-/* The shapes from before the convention (0 when fine, else 1 after the
- * report), kept only for src/exec.c, src/sandbox_create.c and
- * src/sandbox_criu.c until they use brig_parse_args and
- * brig_parse_flag_uint. Nothing new calls them. */
-int brig_expect_args(int argc, char **argv, int n, const char *what);
-int brig_parse_uint(const char *flag, const char *value, int *out);
-
 #endif

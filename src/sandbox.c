@@ -34,7 +34,7 @@ static const char rm_usage[] =
 static int cmd_rm(int argc, char **argv)
 {
     int done = brig_parse_plain(argc, argv, rm_usage, 1, "sandbox id");
-    if (done >= 0)
+    if (done != BRIG_CLI_GO_ON)
         return done;
     const char *id = argv[optind];
     brig_error_t err = NULL;
@@ -102,7 +102,7 @@ static int cmd_ls(int argc, char **argv)
         "leftovers of a failed create; `rm` them), AGE and DATA (used/size of\n"
         "/mnt/data).\n";
     int done = brig_parse_plain(argc, argv, ls_usage, 0, "");
-    if (done >= 0)
+    if (done != BRIG_CLI_GO_ON)
         return done;
     printf("%-20s %-10s %-6s %s\n", "ID", "STATE", "AGE", "DATA");
     struct brig_sandbox_entry *entries;

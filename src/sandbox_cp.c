@@ -34,7 +34,7 @@ static int split_remote(const char *arg, char **id, char **rel)
 int sandbox_cmd_cp(int argc, char **argv)
 {
     int done = brig_parse_plain(argc, argv, cp_usage, 2, "source and destination");
-    if (done >= 0)
+    if (done != BRIG_CLI_GO_ON)
         return done;
     const char *src = argv[optind], *dst = argv[optind + 1];
     cleanup_free char *src_id = NULL, *src_rel = NULL, *dst_id = NULL, *dst_rel = NULL;

@@ -39,43 +39,44 @@ static int set_path(char **field, const char *flag, const char *value)
         return brig_fail_msg("sandbox create: %s `%s`: %s", flag, value, strerror(errno));
     free(*field);
     *field = abs;
-    return 0;
+    return BRIG_CLI_GO_ON;
 }
 
-static int apply_flag(int c, struct brig_profile_settings *s)
+static int apply_flag(int c, char **argv, struct brig_profile_settings *s)
 {
     int n;
     switch (c) {
     case OPT_DATA_SIZE:
         if (brig_profile_parse_size(optarg, &s->data_size) < 0 || s->data_size < (INT64_C(4) << 20))
             return brig_fail_msg("sandbox create: invalid --data-size `%s` (at least 4M)", optarg);
-        return 0;
+        return BRIG_CLI_GO_ON;
     case OPT_MEMORY:
         if (brig_profile_parse_size(optarg, &s->memory) < 0 || s->memory < (INT64_C(16) << 20))
             return brig_fail_msg("sandbox create: invalid --memory `%s` (at least 16M)", optarg);
-        return 0;
+        return BRIG_CLI_GO_ON;
     case OPT_PIDS:
-        if (brig_parse_uint("--pids", optarg, &n) || n < 8)
+        if (brig_parse_flag_uint("--pids", optarg, &n) != BRIG_CLI_GO_ON || n < 8)
             return brig_fail_msg("sandbox create: invalid --pids `%s` (at least 8)", optarg);
         s->pids = n;
-        return 0;
+        return BRIG_CLI_GO_ON;
     case OPT_CPUS:
         if (brig_profile_parse_cpus(optarg, &s->cpus_milli) < 0)
             return brig_fail_msg("sandbox create: invalid --cpus `%s`", optarg);
-        return 0;
+        return BRIG_CLI_GO_ON;
     case OPT_NETWORK:
         if (strcmp(optarg, "none") == 0) {
             free(s->netns);
             s->netns = NULL;
-            return 0;
+            return BRIG_CLI_GO_ON;
         }
         return set_path(&s->netns, "--network", optarg);
     case OPT_ROOTFS: return set_path(&s->rootfs, "--rootfs", optarg);
     case OPT_SERVICES: return set_path(&s->init_config, "--services", optarg);
     case OPT_MALLOC_CONF:
         free(s->malloc_conf);
-        return (s->malloc_conf = strdup(optarg)) ? 0 : brig_fail_msg("sandbox create: out of memory");
-    default: return -1;
+        return (s->malloc_conf = strdup(optarg)) ? BRIG_CLI_GO_ON
+                                                 : brig_fail_msg("sandbox create: out of memory");
+    default: return brig_bad_option(argv);
     }
 }
 
@@ -96,12 +97,12 @@ static int parse_create(int argc, char **argv, struct brig_profile_settings *s)
     int c;
     while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
         if (c == 'h')
-            return brig_usage(create_usage) - 1;
-        int r = apply_flag(c, s);
-        if (r != 0)
-            return r < 0 ? brig_bad_option(argv) : r;
+            return brig_usage(create_usage);
+        int done = apply_flag(c, argv, s);
+        if (done != BRIG_CLI_GO_ON)
+            return done;
     }
-    return brig_expect_args(argc, argv, 1, "sandbox id");
+    return brig_parse_args(argc, argv, 1, 1, "sandbox id");
 }
 
 int sandbox_cmd_create(int argc, char **argv)
@@ -111,7 +112,7 @@ int sandbox_cmd_create(int argc, char **argv)
     if (brig_profile_settings_default(&s, &err) < 0)
         return brig_fail(&err);
     int r = parse_create(argc, argv, &s);
-    if (r == 0) {
+    if (r == BRIG_CLI_GO_ON) {
         struct brig_sandbox_create_options o = {
             .root = brig_globals.root, .id = argv[optind],
             .no_cgroup = brig_globals.no_cgroup, .settings = &s,
@@ -122,7 +123,7 @@ int sandbox_cmd_create(int argc, char **argv)
         brig_warn(&warning);
     }
     brig_profile_settings_clear(&s);
-    return r < 0 ? 0 : r;
+    return r;
 }
 
 /* ---- exec ---- */

@@ -54,7 +54,7 @@ static int parse(int argc, char **argv, const char *usage, bool checkpoint, cons
         else
             return brig_bad_option(argv);
     }
-    return brig_expect_args(argc, argv, 1, "sandbox id") != 0 ? 1 : -1;
+    return brig_parse_args(argc, argv, 1, 1, "sandbox id");
 }
 
 int sandbox_cmd_checkpoint(int argc, char **argv)
@@ -62,7 +62,7 @@ int sandbox_cmd_checkpoint(int argc, char **argv)
     const char *image_path = NULL;
     bool leave_running = false;
     int done = parse(argc, argv, checkpoint_usage, true, &image_path, &leave_running);
-    if (done >= 0)
+    if (done != BRIG_CLI_GO_ON)
         return done;
     brig_error_t err = NULL;
     if (brig_sandbox_checkpoint(brig_globals.root, argv[optind], image_path, leave_running,
@@ -75,7 +75,7 @@ int sandbox_cmd_restore(int argc, char **argv)
 {
     const char *image_path = NULL;
     int done = parse(argc, argv, restore_usage, false, &image_path, NULL);
-    if (done >= 0)
+    if (done != BRIG_CLI_GO_ON)
         return done;
     brig_error_t err = NULL;
     if (brig_sandbox_restore(brig_globals.root, argv[optind], image_path, brig_globals.no_cgroup,
