@@ -2,7 +2,7 @@
 /* Device programs, loaded once per host and pinned in bpffs.
  *
  * The verifier is the dearest part of a container's cgroup set-up (about
- * half a millisecond for the default rules), and thousands of sandboxes ask
+ * half a millisecond for the default rules), and thousands of containers ask
  * for the very same program. So a loaded program is pinned under
  * /sys/fs/bpf/brig as devices-<SHA-256 of its instructions>, and the next
  * container with the same rules attaches that pinned program instead of

@@ -1,8 +1,8 @@
 /* Handlers: what a layer above the library adds to a container's life
  * beyond rewriting its spec.
  *
- * Most of a special kind of container (the sandbox, say) is a transform of
- * the parsed spec, which its layer applies before brig_container_create().
+ * Most of a special kind of container is a transform of the parsed spec,
+ * which its layer applies before brig_container_create().
  * What a transform cannot say goes through a handler: a few hooks the
  * library calls at fixed points of the lifecycle, named so that later
  * commands (exec, delete, checkpoint), run by other processes, find them

@@ -212,8 +212,8 @@ static int run_criu(struct restore_run *rr, struct provision *p, pid_t *pid, bri
 }
 
 /* A checkpointed handler's container comes back one: the bundle's raw spec
- * gets its layer's rewrite (a sandbox's mounts, user, seccomp, limits,
- * init) before anything below reads it, then the handler's set-up. */
+ * gets its layer's rewrite (its mounts, user, seccomp, limits, init)
+ * before anything below reads it, then the handler's set-up. */
 static int restore_handler(struct restore_run *rr, struct provision *p, brig_error_t *err)
 {
     const struct brig_handler *h = NULL;

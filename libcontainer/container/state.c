@@ -141,7 +141,7 @@ int brig_state_dir_open(int root_fd, const char *id, bool lock, brig_error_t *er
 int brig_state_dir_remove(int root_fd, int dir_fd, const char *id, brig_error_t *err)
 {
     /* What a state dir holds after a plain run goes by name, without
-     * listing the dir; anything else (a profile's files, a fifo left by a
+     * listing the dir; anything else (a handler's files, a fifo left by a
      * create that never started) makes the rmdir fail, and then the whole
      * tree is walked. */
     unlinkat(dir_fd, BRIG_STATE_FILE, 0);
