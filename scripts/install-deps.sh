@@ -10,7 +10,7 @@ PACKAGES="
 	bats busybox-static jq iproute2 procps coreutils util-linux mount
 	python3 podman
 	debootstrap squashfs-tools e2fsprogs
-	clang libclang-rt-14-dev crun
+	clang clang-format libclang-rt-14-dev crun
 	containerd
 	golang-go xz-utils golang-github-google-uuid-dev golang-github-hashicorp-go-multierror-dev
 	golang-github-mrunalp-fileutils-dev golang-github-opencontainers-runtime-spec-dev

@@ -8,11 +8,18 @@ scripts/install-deps.sh
 ./autogen.sh
 ./configure --enable-werror
 make -j"$(nproc)"
+
+status=0
+# The house rules (scripts/check-house.sh): clang-format, layers, file and
+# function sizes, man pages installed, the product kept out of
+# libcontainer/. Findings fail the build, after every test has run; all of
+# them are in tests/house.txt, all but the format ones are shown here.
+scripts/check-house.sh >tests/house.txt 2>&1 || status=$?
+grep -v ': format: ' tests/house.txt || true
 # The sandbox's Debian 12 tree (rootfs/README.md), which the rootfs tests
 # check: incremental, so only a fresh machine pays for debootstrap (~1 min).
 make rootfs
 
-status=0
 make check || status=$?
 # The OCI runtime-tools validation suite (tests/conformance/): failures
 # not explained in its KNOWN.md fail the build.
@@ -30,6 +37,7 @@ grep -E '^fuzz |^    \|' tests/fuzz/fuzz.txt || tail -n 20 tests/fuzz/fuzz.txt
 scripts/test-sanitizers.sh >tests/sanitizers.txt 2>&1 || status=$?
 grep -v '^sanitizers: ' tests/sanitizers.txt | tail -n 40
 grep '^sanitizers: ' tests/sanitizers.txt || echo "sanitizers: no result"
+grep '^house: ' tests/house.txt || echo "house: no result"
 if [ "$status" -ne 0 ]; then
 	# automake keeps the details of failing tests in test-suite.log files.
 	find . -name test-suite.log -not -path './.git/*' | while read -r log; do
