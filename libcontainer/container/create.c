@@ -104,7 +104,7 @@ static int hand_over_master(const struct brig_create_options *o, int master, bri
  * the exec fifo. */
 static int spawn_init(const struct brig_create_options *o, struct provision *p,
                       struct create_ctx *ctx, const struct brig_rootfs_plan *rootfs_plan,
-                      struct brig_seccomp_filter *filter,
+                      struct brig_seccomp_filter *filter, int fifo,
                       pid_t *init_pid, brig_error_t *err)
 {
     struct brig_init_config ic = {
@@ -113,6 +113,7 @@ static int spawn_init(const struct brig_create_options *o, struct provision *p,
         .id = o->id,
         .bundle = p->state->bundle,
         .state_dir_fd = p->dir_fd,
+        .exec_fifo_fd = fifo,
         .no_new_keyring = o->no_new_keyring,
         .preserve_fds = o->preserve_fds,
         .listen_fds = o->listen_fds,
@@ -145,6 +146,11 @@ static int create_in_dir(const struct brig_create_options *o, struct provision *
     if (mkfifoat(p->dir_fd, BRIG_EXEC_FIFO, 0622) < 0
         || fchmodat(p->dir_fd, BRIG_EXEC_FIFO, 0622, 0) < 0)
         return brig_error_set(err, errno, "create exec fifo");
+    /* The init gets it as an O_PATH fd: it opens it for writing from
+     * inside, where the state dir is out of reach. */
+    cleanup_close int fifo = openat(p->dir_fd, BRIG_EXEC_FIFO, O_PATH | O_CLOEXEC);
+    if (fifo < 0)
+        return brig_error_set(err, errno, "open exec fifo");
     if (provision_state(p, o, b->spec, err) < 0)
         return -1;
     /* Every decision about the root filesystem, checked before anything of
@@ -160,7 +166,7 @@ static int create_in_dir(const struct brig_create_options *o, struct provision *
         r = brig_error_wrap(err, "%s", b->config_path);
     ctx.state = p->state;
     if (r == 0)
-        r = spawn_init(o, p, &ctx, rootfs_plan, filter, init_pid, err);
+        r = spawn_init(o, p, &ctx, rootfs_plan, filter, fifo, init_pid, err);
     if (r == 0)
         r = provision_started(p, *init_pid, o->pid_file, err);
     brig_seccomp_free(filter);

@@ -14,7 +14,6 @@
 #define BRIG_STATE_FILE "state.json"
 #define BRIG_EXEC_FIFO "exec.fifo"
 #define BRIG_SAVED_CONFIG "config.json"  /* the spec as created: hooks and exec read it */
-#define BRIG_OCI_VERSION "1.2.0"
 
 enum brig_status {
     BRIG_STATUS_CREATING,

@@ -18,7 +18,8 @@ struct brig_init_config {
     const struct brig_rootfs_plan *rootfs_plan;
     const char *id;
     const char *bundle;       /* absolute */
-    int state_dir_fd;         /* holds exec.fifo; locked, so the child closes it */
+    int state_dir_fd;         /* locked by the runtime, so the child closes it */
+    int exec_fifo_fd;         /* O_PATH of the fifo the init blocks on until start */
     bool no_new_keyring;
     int listen_fds;           /* LISTEN_FDS: fds 3 .. 3+L-1, announced in the env */
     int preserve_fds;         /* then P more fds pass through to the process */

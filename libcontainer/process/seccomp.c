@@ -18,7 +18,6 @@
 #include "base/cleanup.h"
 #include "base/fdpass.h"
 #include "process/seccomp.h"
-#include "container/state.h"
 
 /* The kernel's seccomp(2) flag bits (linux/seccomp.h), spelled out so the
  * build doesn't depend on how new the installed kernel headers are. */

@@ -19,7 +19,6 @@
 #include "base/cleanup.h"
 #include "process/namespaces.h"
 #include "selfexe/selfexe.h"
-#include "container/state.h"
 #include "process/sync.h"
 
 #ifndef CLONE_NEWTIME
@@ -222,9 +221,7 @@ int brig_process_spawn_init(const struct brig_init_config *cfg, pid_t *init_pid,
         return brig_error_set(err, errno, "create sync socket");
     cleanup_close int sync_fd = pair[0];
     cleanup_close int child_fd = pair[1];
-    cleanup_close int fifo_fd = openat(cfg->state_dir_fd, BRIG_EXEC_FIFO, O_PATH | O_CLOEXEC);
-    if (fifo_fd < 0)
-        return brig_error_set(err, errno, "open exec fifo");
+    int fifo_fd = cfg->exec_fifo_fd; /* the caller's */
 
     cleanup_ns_join struct brig_ns_join join = BRIG_NS_JOIN_NONE;
     if (brig_ns_open_paths(cfg->spec, &join, err) < 0)

@@ -12,6 +12,9 @@
 
 #include "base/error.h"
 
+/* The runtime-spec version brig implements and reports. */
+#define BRIG_OCI_VERSION "1.2.0"
+
 struct brig_strv {
     char **v;  /* NULL-terminated (when n > 0), directly usable for execve */
     size_t n;
