@@ -18,8 +18,7 @@
 
 /* Creates the image (unless one is already there: then it is reused with
  * its contents) and mounts it at dir/data, its root owned by uid:gid. */
-int brig_data_image_setup(const char *dir, int64_t size, uid_t uid, gid_t gid,
-                          brig_error_t *err);
+int brig_data_image_setup(const char *dir, int64_t size, uid_t uid, gid_t gid, brig_error_t *err);
 
 /* Unmounts dir/data if mounted (which frees the loop device). A missing
  * dir is not an error. */

@@ -131,9 +131,9 @@ static int resolve_settings(const struct brig_create_options *o, struct brig_pro
     if (asprintf(&jemalloc, "%s%s", s->rootfs, BRIG_SANDBOX_JEMALLOC) < 0)
         return brig_error_set(err, ENOMEM, "sandbox profile");
     if (access(jemalloc, R_OK) != 0)
-        return brig_error_set(err, errno,
-                              "sandbox rootfs `%s` has no jemalloc at %s (rebuild it with `make rootfs`)",
-                              s->rootfs, BRIG_SANDBOX_JEMALLOC);
+        return brig_error_set(
+            err, errno, "sandbox rootfs `%s` has no jemalloc at %s (rebuild it with `make rootfs`)",
+            s->rootfs, BRIG_SANDBOX_JEMALLOC);
     if (s->init_config && access(s->init_config, R_OK) != 0)
         return brig_error_set(err, errno, "services file `%s`", s->init_config);
     return 0;
@@ -153,7 +153,7 @@ static int copy_settings(const struct brig_profile_settings *from, struct brig_p
                          brig_error_t *err)
 {
     cleanup_free char *text = NULL;
-    *to = (struct brig_profile_settings) { 0 };
+    *to = (struct brig_profile_settings){ 0 };
     if (brig_profile_settings_format(from, &text, err) < 0)
         return -1;
     return brig_profile_settings_parse(text, to, err);
@@ -163,7 +163,7 @@ int brig_sandbox_prepare(struct brig_create_options *o, const char *profile,
                          const struct brig_profile_settings *settings,
                          struct brig_profile_settings *use, brig_error_t *err)
 {
-    *use = (struct brig_profile_settings) { 0 };
+    *use = (struct brig_profile_settings){ 0 };
     int asked = brig_profile_requested(o->config->spec, err);
     if (asked < 0)
         return brig_error_wrap(err, "%s", o->config->config_path);
@@ -193,7 +193,7 @@ static int read_settings(int dir_fd, const char *name, struct brig_profile_setti
 {
     cleanup_free char *text = NULL;
     size_t len = 0;
-    *s = (struct brig_profile_settings) { 0 };
+    *s = (struct brig_profile_settings){ 0 };
     if (brig_read_file_at(dir_fd, name, &text, &len, err) < 0) {
         if ((*err)->errnum == ENOENT) {
             brig_error_release(err);

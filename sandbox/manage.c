@@ -80,7 +80,10 @@ static int start(const struct brig_sandbox_create_options *o, char *dir, const c
     s.data_dir = dir;
     s.detached_init = 1;
     struct brig_create_options c = {
-        .root = o->root, .id = o->id, .bundle = bundle, .no_cgroup = o->no_cgroup,
+        .root = o->root,
+        .id = o->id,
+        .bundle = bundle,
+        .no_cgroup = o->no_cgroup,
     };
     struct brig_bundle b;
     struct brig_profile_settings use = { 0 };
@@ -181,7 +184,7 @@ static int read_ids(DIR *d, struct brig_sandbox_entry **out, size_t *n, brig_err
         if (bigger == NULL)
             return brig_error_set(err, ENOMEM, "sandboxes");
         *out = bigger;
-        bigger[*n] = (struct brig_sandbox_entry) { .id = strdup(de->d_name) };
+        bigger[*n] = (struct brig_sandbox_entry){ .id = strdup(de->d_name) };
         if (bigger[*n].id == NULL)
             return brig_error_set(err, ENOMEM, "sandboxes");
         (*n)++;
@@ -271,8 +274,8 @@ int brig_sandbox_checkpoint(const char *root, const char *id, const char *image_
     return brig_container_checkpoint(&o, err);
 }
 
-int brig_sandbox_restore(const char *root, const char *id, const char *image_path,
-                         bool no_cgroup, pid_t *init_pid, brig_error_t *err)
+int brig_sandbox_restore(const char *root, const char *id, const char *image_path, bool no_cgroup,
+                         pid_t *init_pid, brig_error_t *err)
 {
     cleanup_free char *images = NULL, *bundle = NULL;
     if (image_dir(id, image_path, &images, err) < 0

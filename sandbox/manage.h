@@ -18,9 +18,9 @@
 #include "sandbox/profile.h"
 
 struct brig_sandbox_create_options {
-    const char *root;  /* the state root */
+    const char *root; /* the state root */
     const char *id;
-    bool no_cgroup;    /* the caller manages cgroups */
+    bool no_cgroup; /* the caller manages cgroups */
     /* The knobs (brig_profile_settings_default, then the caller's
      * changes). data_dir and detached_init are not read: a sandbox's data
      * lives in its dir, and its init runs without a command. */
@@ -47,11 +47,11 @@ int brig_sandbox_remove(const char *root, const char *id, brig_error_t *err);
 
 struct brig_sandbox_entry {
     char *id;
-    time_t mtime;                   /* its dir's (when it was made, near enough) */
-    bool has_container;             /* false: the leftovers of a failed create */
-    enum brig_status status;        /* with has_container */
+    time_t mtime;            /* its dir's (when it was made, near enough) */
+    bool has_container;      /* false: the leftovers of a failed create */
+    enum brig_status status; /* with has_container */
     bool data_mounted;
-    uint64_t data_used, data_size;  /* bytes of /mnt/data, with data_mounted */
+    uint64_t data_used, data_size; /* bytes of /mnt/data, with data_mounted */
 };
 
 /* Every sandbox in the home, sorted by id; none when there is no home. */
@@ -68,7 +68,7 @@ int brig_sandbox_checkpoint(const char *root, const char *id, const char *image_
 /* A checkpointed sandbox brought back from image_path (NULL: the
  * default) with its own bundle; the restored init is a child of the
  * caller, its pid in *init_pid (NULL: not wanted). */
-int brig_sandbox_restore(const char *root, const char *id, const char *image_path,
-                         bool no_cgroup, pid_t *init_pid, brig_error_t *err);
+int brig_sandbox_restore(const char *root, const char *id, const char *image_path, bool no_cgroup,
+                         pid_t *init_pid, brig_error_t *err);
 
 #endif

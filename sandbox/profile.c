@@ -16,7 +16,7 @@
 
 int brig_profile_settings_default(struct brig_profile_settings *s, brig_error_t *err)
 {
-    *s = (struct brig_profile_settings) {
+    *s = (struct brig_profile_settings){
         .rootfs = strdup(BRIG_SANDBOX_ROOTFS),
         .malloc_conf = strdup(BRIG_SANDBOX_MALLOC_CONF),
         .data_size = BRIG_SANDBOX_DATA_SIZE,
@@ -40,21 +40,23 @@ void brig_profile_settings_clear(struct brig_profile_settings *s)
     free(s->netns);
     free(s->malloc_conf);
     free(s->seccomp_path);
-    *s = (struct brig_profile_settings) { 0 };
+    *s = (struct brig_profile_settings){ 0 };
 }
 
 struct setting {
     const char *key;
-    bool str;      /* a char * field, else an int64_t one */
+    bool str; /* a char * field, else an int64_t one */
     size_t offset;
 };
 
+/* clang-format off */
 #define STR(f) { #f, true, offsetof(struct brig_profile_settings, f) }
 #define NUM(f) { #f, false, offsetof(struct brig_profile_settings, f) }
+/* clang-format on */
 static const struct setting settings[] = {
-    STR(rootfs), STR(data_dir), STR(init_path), STR(init_config), STR(netns),
-    STR(malloc_conf), STR(seccomp_path), NUM(data_size), NUM(memory), NUM(pids),
-    NUM(cpus_milli),
+    STR(rootfs), STR(data_dir),    STR(init_path),    STR(init_config),
+    STR(netns),  STR(malloc_conf), STR(seccomp_path), NUM(data_size),
+    NUM(memory), NUM(pids),        NUM(cpus_milli),
 };
 
 int brig_profile_settings_format(const struct brig_profile_settings *s, char **out,
@@ -72,7 +74,8 @@ int brig_profile_settings_format(const struct brig_profile_settings *s, char **o
             if (v)
                 fprintf(f, "%s=%s\n", k->key, v);
         } else {
-            fprintf(f, "%s=%" PRId64 "\n", k->key, *(const int64_t *) ((const char *) s + k->offset));
+            fprintf(f, "%s=%" PRId64 "\n", k->key,
+                    *(const int64_t *) ((const char *) s + k->offset));
         }
     }
     fprintf(f, "detached_init=%d\n", s->detached_init);
@@ -141,12 +144,26 @@ int brig_profile_parse_size(const char *text, int64_t *out)
         return -1;
     int shift = 0;
     switch (*end) {
-    case '\0': break;
-    case 'k': case 'K': shift = 10; break;
-    case 'm': case 'M': shift = 20; break;
-    case 'g': case 'G': shift = 30; break;
-    case 't': case 'T': shift = 40; break;
-    default: return -1;
+    case '\0':
+        break;
+    case 'k':
+    case 'K':
+        shift = 10;
+        break;
+    case 'm':
+    case 'M':
+        shift = 20;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        break;
+    case 't':
+    case 'T':
+        shift = 40;
+        break;
+    default:
+        return -1;
     }
     if (*end && end[1] != '\0' && strcmp(end + 1, "iB") != 0 && strcmp(end + 1, "B") != 0)
         return -1;
@@ -328,8 +345,13 @@ static int apply_process(struct brig_process *p, const struct brig_profile_setti
 static bool profile_owns(const char *dest)
 {
     static const char *const ours[] = {
-        "/tmp", "/run", BRIG_SANDBOX_HOME, BRIG_SANDBOX_DATA, BRIG_SANDBOX_INIT,
-        BRIG_SANDBOX_INIT_CONF, NULL,
+        "/tmp",
+        "/run",
+        BRIG_SANDBOX_HOME,
+        BRIG_SANDBOX_DATA,
+        BRIG_SANDBOX_INIT,
+        BRIG_SANDBOX_INIT_CONF,
+        NULL,
     };
     for (size_t i = 0; ours[i]; i++) {
         size_t len = strlen(ours[i]);
@@ -349,11 +371,11 @@ static bool is_bind(const struct brig_mount *m)
     return false;
 }
 
-static int add_mount(struct brig_spec *spec, const char *dest, const char *type,
-                     const char *source, const char *const *options)
+static int add_mount(struct brig_spec *spec, const char *dest, const char *type, const char *source,
+                     const char *const *options)
 {
     struct brig_mount *m = &spec->mounts[spec->n_mounts];
-    *m = (struct brig_mount) { 0 };
+    *m = (struct brig_mount){ 0 };
     spec->n_mounts++;
     m->destination = strdup(dest);
     m->type = strdup(type);
@@ -383,8 +405,8 @@ static int apply_mounts(struct brig_spec *spec, const struct brig_profile_settin
     spec->mounts = bigger;
     static const char *const tmp[] = { "nosuid", "nodev", "mode=1777", "size=512m", NULL };
     static const char *const run[] = { "nosuid", "nodev", "noexec", "mode=0755", "size=64m", NULL };
-    static const char *const home[] = { "nosuid", "nodev", "mode=0700", "uid=1000", "gid=1000",
-                                        "size=512m", NULL };
+    static const char *const home[] = { "nosuid",   "nodev",     "mode=0700", "uid=1000",
+                                        "gid=1000", "size=512m", NULL };
     static const char *const data[] = { "bind", "nosuid", "nodev", "rw", NULL };
     static const char *const ro[] = { "bind", "ro", "nosuid", "nodev", NULL };
     cleanup_free char *data_source = NULL;
@@ -507,10 +529,11 @@ int brig_profile_impose_exec(struct brig_process *p, const struct brig_process *
      * wiring; the sandbox's PATH, HOME and USER where it set none. */
     if (!oom && ((!p->cwd || !*p->cwd) && replace_str(&p->cwd, BRIG_SANDBOX_DATA) < 0))
         oom = true;
-    if (!oom && ((!env_has(&p->env, "PATH") && env_set(&p->env, "PATH", SANDBOX_PATH) < 0)
-                 || (!env_has(&p->env, "HOME") && env_set(&p->env, "HOME", BRIG_SANDBOX_HOME) < 0)
-                 || (!env_has(&p->env, "USER") && env_set(&p->env, "USER", "sandbox") < 0)
-                 || wire_allocator(&p->env, s) < 0))
+    if (!oom
+        && ((!env_has(&p->env, "PATH") && env_set(&p->env, "PATH", SANDBOX_PATH) < 0)
+            || (!env_has(&p->env, "HOME") && env_set(&p->env, "HOME", BRIG_SANDBOX_HOME) < 0)
+            || (!env_has(&p->env, "USER") && env_set(&p->env, "USER", "sandbox") < 0)
+            || wire_allocator(&p->env, s) < 0))
         oom = true;
     return oom ? brig_error_set(err, ENOMEM, "sandbox profile") : 0;
 }

@@ -23,7 +23,7 @@
 #define BRIG_SANDBOX_GID 1000
 #define BRIG_SANDBOX_HOME "/home/sandbox"
 #define BRIG_SANDBOX_DATA "/mnt/data"
-#define BRIG_SANDBOX_INIT "/usr/sbin/brig-init"  /* mount point the rootfs provides */
+#define BRIG_SANDBOX_INIT "/usr/sbin/brig-init" /* mount point the rootfs provides */
 #define BRIG_SANDBOX_INIT_CONF "/etc/brig/init.conf"
 #define BRIG_SANDBOX_JEMALLOC "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
 #define BRIG_SANDBOX_MALLOC_CONF \
@@ -32,23 +32,23 @@
 #define BRIG_SANDBOX_MEMORY (INT64_C(4) << 30)
 #define BRIG_SANDBOX_PIDS 1024
 #define BRIG_SANDBOX_CPU_PERIOD 100000
-#define BRIG_SANDBOX_CPUS_MILLI 2000             /* two CPUs' worth of time */
+#define BRIG_SANDBOX_CPUS_MILLI 2000 /* two CPUs' worth of time */
 
 /* Every knob of the profile. Strings are owned (free with
  * brig_profile_settings_clear). */
 struct brig_profile_settings {
-    char *rootfs;        /* the shared tree on the host */
-    char *data_dir;      /* host dir of this bundle's data image and its mount (dataimage.h) */
-    char *init_path;     /* brig-init on the host */
-    char *init_config;   /* host file bound at /etc/brig/init.conf; NULL: the tree's */
-    char *netns;         /* NULL: a new namespace with loopback only */
+    char *rootfs;      /* the shared tree on the host */
+    char *data_dir;    /* host dir of this bundle's data image and its mount (dataimage.h) */
+    char *init_path;   /* brig-init on the host */
+    char *init_config; /* host file bound at /etc/brig/init.conf; NULL: the tree's */
+    char *netns;       /* NULL: a new namespace with loopback only */
     char *malloc_conf;
-    char *seccomp_path;  /* the sandbox seccomp profile (JSON) */
-    int64_t data_size;   /* bytes */
-    int64_t memory;      /* bytes */
+    char *seccomp_path; /* the sandbox seccomp profile (JSON) */
+    int64_t data_size;  /* bytes */
+    int64_t memory;     /* bytes */
     int64_t pids;
-    int64_t cpus_milli;  /* 1500 = one and a half CPUs */
-    int detached_init;   /* 1: init runs without a command (brig sandbox) */
+    int64_t cpus_milli; /* 1500 = one and a half CPUs */
+    int detached_init;  /* 1: init runs without a command (brig sandbox) */
 };
 
 /* The defaults; strings duplicated. -1 on out-of-memory. */

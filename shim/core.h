@@ -43,8 +43,8 @@ typedef void (*shim_reaped_cb)(void *data, pid_t pid, int wait_status);
  * cb (unknown ones too; the callee ignores them). Blocks SIGCHLD, and
  * SIGPIPE so a copy to a closed pipe fails with EPIPE instead; the library
  * clears the mask in the processes it starts. */
-int shim_reaper_new(struct shim_loop *loop, shim_reaped_cb cb, void *data,
-                    struct shim_reaper **out, brig_error_t *err);
+int shim_reaper_new(struct shim_loop *loop, shim_reaped_cb cb, void *data, struct shim_reaper **out,
+                    brig_error_t *err);
 /* Reaps what has ended now (also called after operations that may have
  * made zombies, so their exits are not held back until the next signal). */
 void shim_reaper_poll(struct shim_reaper *r);
@@ -64,8 +64,8 @@ void shim_oom_free(struct shim_oom *o);
 
 /* Mounts each of mounts on <bundle>/rootfs (made if missing) and sets
  * *rootfs to that path; on failure nothing stays mounted. */
-int shim_rootfs_mount(const char *bundle, const struct shim_mount *mounts, size_t n,
-                      char **rootfs, brig_error_t *err);
+int shim_rootfs_mount(const char *bundle, const struct shim_mount *mounts, size_t n, char **rootfs,
+                      brig_error_t *err);
 void shim_rootfs_unmount(const char *rootfs);
 
 /* 128+signal for a signal death, as shells and containerd report it. */

@@ -86,10 +86,11 @@ int shim_loop_add(struct shim_loop *l, int fd, uint32_t events, shim_loop_cb cb,
     if (l->w[fd].used)
         return brig_error_set(err, EEXIST, "watch fd %d", fd);
     uint32_t gen = ++l->next_gen;
-    struct epoll_event ev = { .events = events, .data.u64 = ((uint64_t) gen << 32) | (uint32_t) fd };
+    struct epoll_event ev = { .events = events,
+                              .data.u64 = ((uint64_t) gen << 32) | (uint32_t) fd };
     if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
         return brig_error_set(err, errno, "watch fd %d", fd);
-    l->w[fd] = (struct watch) { cb, data, gen, true };
+    l->w[fd] = (struct watch){ cb, data, gen, true };
     return 0;
 }
 
@@ -117,7 +118,7 @@ static int queue(struct pending **head, shim_loop_fn fn, void *data, int64_t due
     struct pending *p = malloc(sizeof *p);
     if (p == NULL)
         return brig_error_set(err, ENOMEM, "event loop");
-    *p = (struct pending) { NULL, fn, data, due };
+    *p = (struct pending){ NULL, fn, data, due };
     /* Appended, so deferred functions run in the order they were queued. */
     while (*head)
         head = &(*head)->next;

@@ -70,8 +70,7 @@ static void logf_(const char *level, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    dprintf(2, "time=\"%s\" level=%s msg=\"%s\" runtime=io.containerd.brig.v2\n", when, level,
-            msg);
+    dprintf(2, "time=\"%s\" level=%s msg=\"%s\" runtime=io.containerd.brig.v2\n", when, level, msg);
 }
 
 /* Go's flag syntax: -name value, -name=value, --name; booleans alone or
@@ -113,8 +112,8 @@ static int parse_flags(int argc, char **argv, struct flags *f)
             continue;
         }
         if (table[k].boolean) {
-            *(bool *) ((char *) f + table[k].off) = !eq || strcmp(eq + 1, "true") == 0 ||
-                                                    strcmp(eq + 1, "1") == 0;
+            *(bool *) ((char *) f + table[k].off) = !eq || strcmp(eq + 1, "true") == 0
+                                                    || strcmp(eq + 1, "1") == 0;
             continue;
         }
         const char *value = eq ? eq + 1 : NULL;
@@ -153,8 +152,7 @@ static const char *group_key(const char *id, struct brig_spec *spec)
 
 /* containerd's name for the socket: the hash of address/namespace/key,
  * joined as a cleaned path. */
-static int socket_path(const char *address, const char *ns, const char *key, char *out,
-                       size_t size)
+static int socket_path(const char *address, const char *ns, const char *key, char *out, size_t size)
 {
     char joined[PATH_MAX * 2];
     int n = snprintf(joined, sizeof(joined), "%s/%s/%s", address, ns, key);
@@ -285,8 +283,8 @@ static int do_start(const struct flags *f)
         setpgid(0, 0);
         int null = open("/dev/null", O_RDWR);
         /* dup2 onto itself would keep close-on-exec. */
-        if (null < 0 || (fd == 3 ? fcntl(3, F_SETFD, 0) : dup2(fd, 3)) < 0 ||
-            dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
+        if (null < 0 || (fd == 3 ? fcntl(3, F_SETFD, 0) : dup2(fd, 3)) < 0 || dup2(null, 0) < 0
+            || dup2(null, 1) < 0 || dup2(null, 2) < 0)
             _exit(1);
         const char *argv[10];
         int n = 0;
@@ -385,6 +383,31 @@ static int mkdir_p(const char *path, mode_t mode)
 
 /* The daemon: serves the task API on fd 3 (or -socket) until Shutdown or
  * SIGTERM. */
+/* The socket to serve on: fd 3 from containerd, or a new one at
+ * f->socket; its path into sock. -1 after a log line. */
+static int open_socket(const struct flags *f, char *sock)
+{
+    brig_error_t err = NULL;
+    int lfd = 3;
+    if (f->socket) {
+        unlink(f->socket);
+        lfd = listen_unix(f->socket, &err);
+        if (lfd < 0) {
+            logf_("error", "%s", err->msg);
+            brig_error_release(&err);
+            return -1;
+        }
+    }
+    struct sockaddr_un sa;
+    socklen_t salen = sizeof(sa);
+    if (getsockname(lfd, (struct sockaddr *) &sa, &salen) < 0 || sa.sun_family != AF_UNIX) {
+        logf_("error", "fd %d is not the shim's socket", lfd);
+        return -1;
+    }
+    memcpy(sock, sa.sun_path, salen - offsetof(struct sockaddr_un, sun_path));
+    return lfd;
+}
+
 static int do_serve(const struct flags *f)
 {
     int log = open("log", O_WRONLY | O_NONBLOCK | O_CLOEXEC);
@@ -393,23 +416,10 @@ static int do_serve(const struct flags *f)
         close(log);
     }
     brig_error_t err = NULL;
-    int lfd = 3;
-    if (f->socket) {
-        unlink(f->socket);
-        lfd = listen_unix(f->socket, &err);
-        if (lfd < 0) {
-            logf_("error", "%s", err->msg);
-            return 1;
-        }
-    }
     char sock[sizeof(((struct sockaddr_un *) 0)->sun_path) + 1] = { 0 };
-    struct sockaddr_un sa;
-    socklen_t salen = sizeof(sa);
-    if (getsockname(lfd, (struct sockaddr *) &sa, &salen) < 0 || sa.sun_family != AF_UNIX) {
-        logf_("error", "fd %d is not the shim's socket", lfd);
+    int lfd = open_socket(f, sock);
+    if (lfd < 0)
         return 1;
-    }
-    memcpy(sock, sa.sun_path, salen - offsetof(struct sockaddr_un, sun_path));
 
     char root[PATH_MAX];
     snprintf(root, sizeof(root), RUNTIME_ROOT "/%s", f->namespace);
@@ -430,12 +440,17 @@ static int do_serve(const struct flags *f)
     struct shim_publisher *pub = NULL;
     struct shim_service *svc = NULL;
     int rc = 1;
-    if (shim_loop_new(&loop, &err) < 0 || ttrpc_server_new(loop, &srv, &err) < 0 ||
-        shim_publisher_new(loop, getenv("TTRPC_ADDRESS"), f->namespace, &pub, &err) < 0)
+    if (shim_loop_new(&loop, &err) < 0 || ttrpc_server_new(loop, &srv, &err) < 0
+        || shim_publisher_new(loop, getenv("TTRPC_ADDRESS"), f->namespace, &pub, &err) < 0)
         goto out;
     struct shim_service_opts so = {
-        .loop = loop, .server = srv, .publisher = pub, .ns = f->namespace,
-        .runtime_root = root, .cgroups = cgroup2_mounted(), .debug = f->debug,
+        .loop = loop,
+        .server = srv,
+        .publisher = pub,
+        .ns = f->namespace,
+        .runtime_root = root,
+        .cgroups = cgroup2_mounted(),
+        .debug = f->debug,
     };
     if (shim_service_new(&so, &svc, &err) < 0 || ttrpc_server_listen(srv, lfd, &err) < 0)
         goto out;

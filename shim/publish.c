@@ -22,7 +22,7 @@
 #define FORWARD_TIMEOUT_NS 5000000000LL
 
 struct event {
-    uint8_t *payload;  /* a packed ForwardRequest */
+    uint8_t *payload; /* a packed ForwardRequest */
     size_t len;
     int tries;
     struct event *next;
@@ -40,7 +40,7 @@ struct shim_publisher {
     size_t out_len, out_off;
     uint8_t in[4096];
     size_t in_len;
-    uint32_t events;    /* what the loop watches fd for */
+    uint32_t events; /* what the loop watches fd for */
 };
 
 static void kick(struct shim_publisher *p);
@@ -157,7 +157,8 @@ static void kick(struct shim_publisher *p)
     p->stream = p->stream ? p->stream + 2 : 1;
     brig_error_t err = NULL;
     if (ttrpc_request_frame(p->stream, EVENTS_SERVICE, "Forward", p->head->payload, p->head->len,
-                            FORWARD_TIMEOUT_NS, md, 1, &p->out, &p->out_len, &err) < 0) {
+                            FORWARD_TIMEOUT_NS, md, 1, &p->out, &p->out_len, &err)
+        < 0) {
         brig_error_release(&err);
         pop(p);
         kick(p);
@@ -289,11 +290,13 @@ void shim_publisher_flush(struct shim_publisher *p, int timeout_ms)
         kick(p);
         if (p->fd < 0)
             break;
-        struct pollfd pf = { .fd = p->fd, .events = POLLIN | (p->out_off < p->out_len ? POLLOUT : 0) };
+        struct pollfd pf = { .fd = p->fd,
+                             .events = POLLIN | (p->out_off < p->out_len ? POLLOUT : 0) };
         if (poll(&pf, 1, (int) left) <= 0)
             break;
-        uint32_t ev = (pf.revents & POLLIN ? EPOLLIN : 0) | (pf.revents & POLLOUT ? EPOLLOUT : 0) |
-                      (pf.revents & POLLHUP ? EPOLLHUP : 0) | (pf.revents & POLLERR ? EPOLLERR : 0);
+        uint32_t ev = (pf.revents & POLLIN ? EPOLLIN : 0) | (pf.revents & POLLOUT ? EPOLLOUT : 0)
+                      | (pf.revents & POLLHUP ? EPOLLHUP : 0)
+                      | (pf.revents & POLLERR ? EPOLLERR : 0);
         pub_io(p->loop, p->fd, ev, p);
     }
 }

@@ -64,8 +64,8 @@ static void on_signal(struct shim_loop *loop, int fd, uint32_t events, void *dat
     shim_reaper_poll(data);
 }
 
-int shim_reaper_new(struct shim_loop *loop, shim_reaped_cb cb, void *data,
-                    struct shim_reaper **out, brig_error_t *err)
+int shim_reaper_new(struct shim_loop *loop, shim_reaped_cb cb, void *data, struct shim_reaper **out,
+                    brig_error_t *err)
 {
     if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
         return brig_error_set(err, errno, "become child subreaper");
@@ -79,7 +79,7 @@ int shim_reaper_new(struct shim_loop *loop, shim_reaped_cb cb, void *data,
     struct shim_reaper *r = calloc(1, sizeof *r);
     if (r == NULL)
         return brig_error_set(err, ENOMEM, "reaper");
-    *r = (struct shim_reaper) { loop, -1, cb, data };
+    *r = (struct shim_reaper){ loop, -1, cb, data };
     r->sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
     if (r->sfd < 0) {
         int saved = errno;
@@ -169,7 +169,7 @@ int shim_oom_new(struct shim_loop *loop, shim_oom_fire_cb cb, void *data, struct
     struct shim_oom *o = calloc(1, sizeof *o);
     if (o == NULL)
         return brig_error_set(err, ENOMEM, "oom watch");
-    *o = (struct shim_oom) { loop, -1, cb, data, NULL };
+    *o = (struct shim_oom){ loop, -1, cb, data, NULL };
     *out = o;
     return 0;
 }

@@ -59,8 +59,8 @@ static int mount_one(const struct shim_mount *m, const char *rootfs, brig_error_
     return r;
 }
 
-int shim_rootfs_mount(const char *bundle, const struct shim_mount *mounts, size_t n,
-                      char **out, brig_error_t *err)
+int shim_rootfs_mount(const char *bundle, const struct shim_mount *mounts, size_t n, char **out,
+                      brig_error_t *err)
 {
     cleanup_free char *rootfs = NULL;
     if (asprintf(&rootfs, "%s/rootfs", bundle) < 0)

@@ -79,11 +79,11 @@ static void reply_undecodable(struct ttrpc_call *call)
 }
 
 /* Decodes the request into `req` or answers INTERNAL and returns. */
-#define DECODE(type, fn, req)                                 \
-    type *req = fn(NULL, len, payload);                       \
-    if (!req) {                                               \
-        reply_undecodable(call);                              \
-        return;                                               \
+#define DECODE(type, fn, req)           \
+    type *req = fn(NULL, len, payload); \
+    if (!req) {                         \
+        reply_undecodable(call);        \
+        return;                         \
     }
 
 static const char *nonempty(const char *s)
@@ -180,8 +180,8 @@ static char *profile_from_config(const char *path)
 static char *create_profile(const Shimpb__CreateTaskRequest *req)
 {
     if (req->options && strcmp(req->options->type_url, "runtimeoptions.v1.Options") == 0) {
-        Shimpb__RuntimeOptions *o = shimpb__runtime_options__unpack(
-            NULL, req->options->value.len, req->options->value.data);
+        Shimpb__RuntimeOptions *o = shimpb__runtime_options__unpack(NULL, req->options->value.len,
+                                                                    req->options->value.data);
         char *p = o && *o->config_path ? profile_from_config(o->config_path) : NULL;
         if (o)
             shimpb__runtime_options__free_unpacked(o, NULL);
@@ -209,8 +209,10 @@ static void h_create(struct ttrpc_call *call, const uint8_t *payload, size_t len
     struct shim_service *s = data;
     DECODE(Shimpb__CreateTaskRequest, shimpb__create_task_request__unpack, req);
     if (*req->checkpoint) {
-        ttrpc_reply_error(call, TTRPC_UNIMPLEMENTED, "create `%s` from checkpoint `%s`: restore is not supported by this shim (brig restore can restore the images)",
-                          req->id, req->checkpoint);
+        ttrpc_reply_error(
+            call, TTRPC_UNIMPLEMENTED,
+            "create `%s` from checkpoint `%s`: restore is not supported by this shim (brig restore can restore the images)",
+            req->id, req->checkpoint);
         shimpb__create_task_request__free_unpacked(req, NULL);
         return;
     }
@@ -526,8 +528,8 @@ static void h_exec(struct ttrpc_call *call, const uint8_t *payload, size_t len, 
         rc = SHIM_E_INVALID;
         brig_error_set(&err, 0, "exec `%s` in `%s`: no process spec", req->exec_id, req->id);
     } else {
-        struct shim_stdio io = { nonempty(req->stdin), nonempty(req->stdout),
-                                 nonempty(req->stderr), req->terminal };
+        struct shim_stdio io = { nonempty(req->stdin), nonempty(req->stdout), nonempty(req->stderr),
+                                 req->terminal };
         rc = shim_task_exec(s->tasks, req->id, req->exec_id, (const char *) req->spec->value.data,
                             req->spec->value.len, &io, &err);
     }
@@ -685,12 +687,23 @@ static void h_shutdown(struct ttrpc_call *call, const uint8_t *payload, size_t l
 }
 
 static const struct ttrpc_method methods[] = {
-    { "State", h_state },       { "Create", h_create },   { "Start", h_start },
-    { "Delete", h_delete },     { "Pids", h_pids },       { "Pause", h_pause },
-    { "Resume", h_resume },     { "Checkpoint", h_checkpoint }, { "Kill", h_kill },
-    { "Exec", h_exec },         { "ResizePty", h_resize_pty }, { "CloseIO", h_close_io },
-    { "Update", h_update },     { "Wait", h_wait },       { "Stats", h_stats },
-    { "Connect", h_connect },   { "Shutdown", h_shutdown },
+    { "State", h_state },
+    { "Create", h_create },
+    { "Start", h_start },
+    { "Delete", h_delete },
+    { "Pids", h_pids },
+    { "Pause", h_pause },
+    { "Resume", h_resume },
+    { "Checkpoint", h_checkpoint },
+    { "Kill", h_kill },
+    { "Exec", h_exec },
+    { "ResizePty", h_resize_pty },
+    { "CloseIO", h_close_io },
+    { "Update", h_update },
+    { "Wait", h_wait },
+    { "Stats", h_stats },
+    { "Connect", h_connect },
+    { "Shutdown", h_shutdown },
 };
 
 int shim_service_new(const struct shim_service_opts *o, struct shim_service **out,
@@ -702,15 +715,16 @@ int shim_service_new(const struct shim_service_opts *o, struct shim_service **ou
     s->loop = o->loop;
     s->pub = o->publisher;
     s->held_tail = &s->held;
-    if (shim_tasks_new(o->loop, o->ns, o->runtime_root, task_exited, on_oom, s, &s->tasks, err) < 0) {
+    if (shim_tasks_new(o->loop, o->ns, o->runtime_root, task_exited, on_oom, s, &s->tasks, err)
+        < 0) {
         free(s);
         return -1;
     }
     shim_tasks_set_cgroups(s->tasks, o->cgroups);
     size_t n = sizeof(methods) / sizeof(methods[0]);
     /* containerd 2.x may speak v3: the same methods and messages. */
-    if (ttrpc_server_register(o->server, "containerd.task.v2.Task", methods, n, s, err) < 0 ||
-        ttrpc_server_register(o->server, "containerd.task.v3.Task", methods, n, s, err) < 0) {
+    if (ttrpc_server_register(o->server, "containerd.task.v2.Task", methods, n, s, err) < 0
+        || ttrpc_server_register(o->server, "containerd.task.v3.Task", methods, n, s, err) < 0) {
         shim_service_free(s);
         return -1;
     }

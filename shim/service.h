@@ -17,7 +17,7 @@ struct shim_service_opts {
     struct shim_publisher *publisher;
     const char *ns;
     const char *runtime_root;
-    bool cgroups;  /* false: containers get no cgroup (no cgroup v2 here) */
+    bool cgroups; /* false: containers get no cgroup (no cgroup v2 here) */
     bool debug;
 };
 

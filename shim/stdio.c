@@ -158,7 +158,7 @@ static void pump_cb(struct shim_loop *loop, int fd, uint32_t events, void *data)
 
 static int pump_start(struct shim_io *io, struct pump *p, int src, int dst, brig_error_t *err)
 {
-    *p = (struct pump) { .io = io, .src = src, .dst = dst, .active = true };
+    *p = (struct pump){ .io = io, .src = src, .dst = dst, .active = true };
     if (fcntl(src, F_SETFL, fcntl(src, F_GETFL) | O_NONBLOCK) < 0
         || fcntl(dst, F_SETFL, fcntl(dst, F_GETFL) | O_NONBLOCK) < 0) {
         int saved = errno;
@@ -188,7 +188,7 @@ int shim_io_new(struct shim_loop *loop, const struct shim_stdio *paths, struct s
         return brig_error_set(err, ENOMEM, "stdio");
     io->loop = loop;
     io->master = -1;
-    io->in = io->out = io->err = (struct pump) { .src = -1, .dst = -1 };
+    io->in = io->out = io->err = (struct pump){ .src = -1, .dst = -1 };
     for (int i = 0; i < 3; i++)
         io->child[i] = -1;
     io->devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -205,7 +205,10 @@ int shim_io_new(struct shim_loop *loop, const struct shim_stdio *paths, struct s
         return -1;
     }
     if (!tty) {
-        struct { int *shim_end, *child_end, fifo; bool child_reads; } ends[3] = {
+        struct {
+            int *shim_end, *child_end, fifo;
+            bool child_reads;
+        } ends[3] = {
             { &io->in.dst, &io->child[0], io->in.src, true },
             { &io->out.src, &io->child[1], io->out.dst, false },
             { &io->err.src, &io->child[2], io->err.dst, false },

@@ -23,56 +23,10 @@
 #include "container/state.h"
 #include "sandbox/sandbox.h"
 
-struct waiter {
-    struct waiter *next;
-    shim_wait_cb cb;
-    void *data;
-};
-
-struct proc {
-    struct proc *next;
-    struct ctr *c;
-    char *exec_id; /* "" for the init */
-    pid_t pid;
-    bool started, exited, reported;
-    uint32_t status;
-    struct timespec exited_at;
-    char *paths[3];
-    bool terminal;
-    struct shim_io *io;
-    struct brig_process *spec; /* an exec's process, until it starts */
-    struct waiter *waiters;
-};
-
-struct ctr {
-    struct ctr *next;
-    char *id, *bundle;
-    char *rootfs; /* mounted here from the Mount list; NULL if not */
-    char *profile; /* "sandbox" when the runtime options ask for it, else NULL */
-    struct proc *procs; /* the init first */
-    bool paused;
-    bool state_gone; /* a checkpoint with exit removed libcontainer's state */
-};
-
-struct shim_tasks {
-    struct shim_loop *loop;
-    char *ns, *root;
-    shim_exit_cb on_exit;
-    shim_oom_cb on_oom;
-    void *data;
-    struct ctr *ctrs;
-    struct shim_reaper *reaper;
-    struct shim_oom *oom;
-    bool no_cgroup;
-    /* The ids a Delete answers with, kept until the next Delete: the
-     * process they belonged to is gone by the time the answer is encoded. */
-    char *gone_id, *gone_exec_id;
-};
+#include "tasks.h"
 
 /* Sets the message and returns the task API's code for it. */
-static int fail(brig_error_t *err, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(brig_error_t *err, int code, const char *fmt, ...)
+int shim_fail(brig_error_t *err, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -81,12 +35,12 @@ static int fail(brig_error_t *err, int code, const char *fmt, ...)
     return code;
 }
 
-static bool is_init(const char *exec_id)
+bool shim_is_init(const char *exec_id)
 {
     return exec_id == NULL || *exec_id == '\0';
 }
 
-static struct ctr *find_ctr(const struct shim_tasks *t, const char *id)
+struct ctr *shim_find_ctr(const struct shim_tasks *t, const char *id)
 {
     for (struct ctr *c = t->ctrs; c; c = c->next)
         if (id && strcmp(c->id, id) == 0)
@@ -94,7 +48,7 @@ static struct ctr *find_ctr(const struct shim_tasks *t, const char *id)
     return NULL;
 }
 
-static struct proc *find_proc(const struct ctr *c, const char *exec_id)
+struct proc *shim_find_proc(const struct ctr *c, const char *exec_id)
 {
     const char *want = exec_id ? exec_id : "";
     for (struct proc *p = c ? c->procs : NULL; p; p = p->next)
@@ -104,21 +58,22 @@ static struct proc *find_proc(const struct ctr *c, const char *exec_id)
 }
 
 /* The process, or SHIM_E_NOT_FOUND with the message containerd shows. */
-static int lookup(const struct shim_tasks *t, const char *id, const char *exec_id,
-                  struct proc **out, brig_error_t *err)
+int shim_lookup(const struct shim_tasks *t, const char *id, const char *exec_id, struct proc **out,
+                brig_error_t *err)
 {
-    struct ctr *c = find_ctr(t, id);
+    struct ctr *c = shim_find_ctr(t, id);
     if (c == NULL)
-        return fail(err, SHIM_E_NOT_FOUND, "container `%s`: not found", id ? id : "");
-    *out = find_proc(c, exec_id);
+        return shim_fail(err, SHIM_E_NOT_FOUND, "container `%s`: not found", id ? id : "");
+    *out = shim_find_proc(c, exec_id);
     if (*out == NULL)
-        return fail(err, SHIM_E_NOT_FOUND, "exec `%s` of container `%s`: not found", exec_id, id);
+        return shim_fail(err, SHIM_E_NOT_FOUND, "exec `%s` of container `%s`: not found", exec_id,
+                         id);
     return 0;
 }
 
 static void exit_of(const struct proc *p, struct shim_exit *e)
 {
-    *e = (struct shim_exit) { p->c->id, p->exec_id, p->pid, p->status, p->exited_at };
+    *e = (struct shim_exit){ p->c->id, p->exec_id, p->pid, p->status, p->exited_at };
 }
 
 static void free_proc(struct proc *p)
@@ -228,13 +183,13 @@ static void on_oom_kill(void *data, void *key)
 /* ---- the table ---- */
 
 int shim_tasks_new(struct shim_loop *loop, const char *ns, const char *runtime_root,
-                   shim_exit_cb on_exit, shim_oom_cb on_oom, void *data,
-                   struct shim_tasks **out, brig_error_t *err)
+                   shim_exit_cb on_exit, shim_oom_cb on_oom, void *data, struct shim_tasks **out,
+                   brig_error_t *err)
 {
     struct shim_tasks *t = calloc(1, sizeof *t);
     if (t == NULL)
         return brig_error_set(err, ENOMEM, "tasks");
-    *t = (struct shim_tasks) { .loop = loop, .on_exit = on_exit, .on_oom = on_oom, .data = data };
+    *t = (struct shim_tasks){ .loop = loop, .on_exit = on_exit, .on_oom = on_oom, .data = data };
     t->ns = strdup(ns ? ns : "");
     t->root = strdup(runtime_root);
     if (t->ns == NULL || t->root == NULL) {
@@ -303,7 +258,7 @@ struct spawn_call {
     const struct ctr *c;
     struct proc *p;
     int master;
-    int stdio[3];   /* the process's ends of its stdio */
+    int stdio[3]; /* the process's ends of its stdio */
 };
 
 static int do_create(void *arg, brig_error_t *err)
@@ -383,11 +338,11 @@ int shim_task_create(struct shim_tasks *t, const struct shim_create_opts *o, pid
                      brig_error_t *err)
 {
     if (o->id == NULL || brig_id_validate(o->id, err) < 0)
-        return o->id ? SHIM_E_INVALID : fail(err, SHIM_E_INVALID, "create: no id");
+        return o->id ? SHIM_E_INVALID : shim_fail(err, SHIM_E_INVALID, "create: no id");
     if (o->bundle == NULL || *o->bundle == '\0')
-        return fail(err, SHIM_E_INVALID, "create `%s`: no bundle", o->id);
-    if (find_ctr(t, o->id))
-        return fail(err, SHIM_E_EXISTS, "container `%s`: already exists", o->id);
+        return shim_fail(err, SHIM_E_INVALID, "create `%s`: no bundle", o->id);
+    if (shim_find_ctr(t, o->id))
+        return shim_fail(err, SHIM_E_EXISTS, "container `%s`: already exists", o->id);
     struct ctr *c = calloc(1, sizeof *c);
     if (c == NULL || (c->id = strdup(o->id)) == NULL || (c->bundle = strdup(o->bundle)) == NULL
         || (o->profile && (c->profile = strdup(o->profile)) == NULL)
@@ -397,8 +352,9 @@ int shim_task_create(struct shim_tasks *t, const struct shim_create_opts *o, pid
         return brig_error_set(err, ENOMEM, "create `%s`", o->id);
     }
     int r = o->n_mounts == 0 ? 0
-            : shim_rootfs_mount(o->bundle, o->mounts, o->n_mounts, &c->rootfs, err) < 0 ? SHIM_E_UNKNOWN
-                                                                                      : 0;
+            : shim_rootfs_mount(o->bundle, o->mounts, o->n_mounts, &c->rootfs, err) < 0
+                ? SHIM_E_UNKNOWN
+                : 0;
     if (r == 0)
         r = spawn(t, c->procs, do_create, err);
     if (r < 0 && c->procs->pid > 0) {
@@ -423,12 +379,12 @@ int shim_task_start(struct shim_tasks *t, const char *id, const char *exec_id, p
                     brig_error_t *err)
 {
     struct proc *p;
-    int r = lookup(t, id, exec_id, &p, err);
+    int r = shim_lookup(t, id, exec_id, &p, err);
     if (r < 0)
         return r;
     if (p->started || p->exited)
-        return fail(err, SHIM_E_PRECONDITION, "start `%s`: %s", id,
-                    p->exited ? "it has exited" : "it is started already");
+        return shim_fail(err, SHIM_E_PRECONDITION, "start `%s`: %s", id,
+                         p->exited ? "it has exited" : "it is started already");
     if (p == p->c->procs) {
         brig_error_t warning = NULL;
         if (brig_container_start(t->root, id, &warning, err) < 0)
@@ -436,7 +392,8 @@ int shim_task_start(struct shim_tasks *t, const char *id, const char *exec_id, p
         brig_error_release(&warning); /* poststart hooks only warn */
     } else {
         if (p->c->procs->exited)
-            return fail(err, SHIM_E_PRECONDITION, "exec in `%s`: the container has exited", id);
+            return shim_fail(err, SHIM_E_PRECONDITION, "exec in `%s`: the container has exited",
+                             id);
         r = spawn(t, p, do_exec, err);
         brig_process_free(p->spec);
         p->spec = NULL;
@@ -452,15 +409,15 @@ int shim_task_exec(struct shim_tasks *t, const char *id, const char *exec_id,
                    const char *process_json, size_t len, const struct shim_stdio *io,
                    brig_error_t *err)
 {
-    struct ctr *c = find_ctr(t, id);
+    struct ctr *c = shim_find_ctr(t, id);
     if (c == NULL)
-        return fail(err, SHIM_E_NOT_FOUND, "container `%s`: not found", id ? id : "");
-    if (is_init(exec_id))
-        return fail(err, SHIM_E_INVALID, "exec in `%s`: no exec id", id);
-    if (find_proc(c, exec_id))
-        return fail(err, SHIM_E_EXISTS, "exec `%s` in `%s`: already exists", exec_id, id);
+        return shim_fail(err, SHIM_E_NOT_FOUND, "container `%s`: not found", id ? id : "");
+    if (shim_is_init(exec_id))
+        return shim_fail(err, SHIM_E_INVALID, "exec in `%s`: no exec id", id);
+    if (shim_find_proc(c, exec_id))
+        return shim_fail(err, SHIM_E_EXISTS, "exec `%s` in `%s`: already exists", exec_id, id);
     if (c->procs->exited)
-        return fail(err, SHIM_E_PRECONDITION, "exec in `%s`: the container has exited", id);
+        return shim_fail(err, SHIM_E_PRECONDITION, "exec in `%s`: the container has exited", id);
     struct brig_process *spec = NULL;
     if (brig_process_parse(process_json, len, "exec process", &spec, err) < 0)
         return SHIM_E_INVALID;
@@ -492,22 +449,24 @@ int shim_task_kill(struct shim_tasks *t, const char *id, const char *exec_id, in
                    brig_error_t *err)
 {
     struct proc *p;
-    int r = lookup(t, id, exec_id, &p, err);
+    int r = shim_lookup(t, id, exec_id, &p, err);
     if (r < 0)
         return r;
     if (p->exited)
-        return fail(err, SHIM_E_NOT_FOUND, "kill `%s`: process already finished", id);
+        return shim_fail(err, SHIM_E_NOT_FOUND, "kill `%s`: process already finished", id);
     if (sig <= 0 || sig >= NSIG)
-        return fail(err, SHIM_E_INVALID, "kill `%s`: no such signal %d", id, sig);
+        return shim_fail(err, SHIM_E_INVALID, "kill `%s`: no such signal %d", id, sig);
     if (p == p->c->procs) {
         if (brig_container_kill(t->root, id, sig, all, err) < 0)
             return SHIM_E_UNKNOWN;
     } else {
         if (!p->started)
-            return fail(err, SHIM_E_PRECONDITION, "kill exec `%s` of `%s`: not started", exec_id, id);
+            return shim_fail(err, SHIM_E_PRECONDITION, "kill exec `%s` of `%s`: not started",
+                             exec_id, id);
         /* Still ours to reap, so the pid can't have been reused. */
         if (kill(p->pid, sig) < 0 && errno != ESRCH)
-            return brig_error_set(err, errno, "kill exec `%s` of `%s`", exec_id, id), SHIM_E_UNKNOWN;
+            return brig_error_set(err, errno, "kill exec `%s` of `%s`", exec_id, id),
+                   SHIM_E_UNKNOWN;
     }
     /* A process that died of it is reported now rather than on the next
      * SIGCHLD wake-up. */
@@ -537,11 +496,12 @@ static void release_waiters(struct proc *p, const struct shim_exit *e)
     }
 }
 
-static int delete_exec(struct shim_tasks *t, struct proc *p, struct shim_exit *out, brig_error_t *err)
+static int delete_exec(struct shim_tasks *t, struct proc *p, struct shim_exit *out,
+                       brig_error_t *err)
 {
     if (p->started && !p->exited)
-        return fail(err, SHIM_E_PRECONDITION, "delete exec `%s` of `%s`: it is running",
-                    p->exec_id, p->c->id);
+        return shim_fail(err, SHIM_E_PRECONDITION, "delete exec `%s` of `%s`: it is running",
+                         p->exec_id, p->c->id);
     final_exit(p, out);
     free(t->gone_exec_id);
     t->gone_exec_id = brig_steal_ptr(p->exec_id);
@@ -559,14 +519,14 @@ int shim_task_delete(struct shim_tasks *t, const char *id, const char *exec_id,
                      struct shim_exit *out, brig_error_t *err)
 {
     struct proc *p;
-    int r = lookup(t, id, exec_id, &p, err);
+    int r = shim_lookup(t, id, exec_id, &p, err);
     if (r < 0)
         return r;
     struct ctr *c = p->c;
     if (p != c->procs)
         return delete_exec(t, p, out, err);
     if (p->started && !p->exited)
-        return fail(err, SHIM_E_PRECONDITION, "delete `%s`: it is running", id);
+        return shim_fail(err, SHIM_E_PRECONDITION, "delete `%s`: it is running", id);
     brig_error_t warning = NULL;
     if (!c->state_gone)
         r = brig_container_delete(t->root, id, true, &warning, err);
@@ -593,155 +553,19 @@ int shim_task_delete(struct shim_tasks *t, const char *id, const char *exec_id,
     return 0;
 }
 
-/* ---- the container's cgroup ---- */
-
-int shim_task_pids(struct shim_tasks *t, const char *id, pid_t **pids, size_t *n,
-                   brig_error_t *err)
-{
-    struct ctr *c = find_ctr(t, id);
-    if (c == NULL)
-        return fail(err, SHIM_E_NOT_FOUND, "container `%s`: not found", id ? id : "");
-    *pids = NULL;
-    *n = 0;
-    if (!t->no_cgroup && !c->procs->exited)
-        return brig_container_pids(t->root, id, pids, n, err) < 0 ? SHIM_E_UNKNOWN : 0;
-    /* No cgroup of ours: the processes the shim knows. */
-    size_t cap = 0;
-    for (struct proc *p = c->procs; p; p = p->next)
-        cap++;
-    *pids = calloc(cap ? cap : 1, sizeof **pids);
-    if (*pids == NULL)
-        return brig_error_set(err, ENOMEM, "pids");
-    for (struct proc *p = c->procs; p; p = p->next)
-        if (p->pid > 0 && !p->exited)
-            (*pids)[(*n)++] = p->pid;
-    return 0;
-}
-
-static int running_init(struct shim_tasks *t, const char *id, const char *what, struct ctr **out,
-                        brig_error_t *err)
-{
-    struct ctr *c = find_ctr(t, id);
-    if (c == NULL)
-        return fail(err, SHIM_E_NOT_FOUND, "container `%s`: not found", id ? id : "");
-    if (c->procs->exited)
-        return fail(err, SHIM_E_PRECONDITION, "%s `%s`: it has exited", what, id);
-    *out = c;
-    return 0;
-}
-
-int shim_task_pause(struct shim_tasks *t, const char *id, brig_error_t *err)
-{
-    struct ctr *c;
-    int r = running_init(t, id, "pause", &c, err);
-    if (r < 0)
-        return r;
-    if (c->paused)
-        return fail(err, SHIM_E_PRECONDITION, "pause `%s`: it is paused already", id);
-    if (brig_container_pause(t->root, id, err) < 0)
-        return SHIM_E_UNKNOWN;
-    c->paused = true;
-    return 0;
-}
-
-int shim_task_resume(struct shim_tasks *t, const char *id, brig_error_t *err)
-{
-    struct ctr *c;
-    int r = running_init(t, id, "resume", &c, err);
-    if (r < 0)
-        return r;
-    if (!c->paused)
-        return fail(err, SHIM_E_PRECONDITION, "resume `%s`: it is not paused", id);
-    if (brig_container_resume(t->root, id, err) < 0)
-        return SHIM_E_UNKNOWN;
-    c->paused = false;
-    return 0;
-}
-
-int shim_task_checkpoint(struct shim_tasks *t, const char *id,
-                         const struct shim_checkpoint_opts *o, brig_error_t *err)
-{
-    struct ctr *c;
-    int r = running_init(t, id, "checkpoint", &c, err);
-    if (r < 0)
-        return r;
-    if (o->image_path == NULL || *o->image_path == '\0')
-        return fail(err, SHIM_E_INVALID, "checkpoint `%s`: no image path", id);
-    struct brig_checkpoint_options co = {
-        .root = t->root,
-        .id = id,
-        .criu = { .image_path = o->image_path,
-                  .work_path = o->work_path && *o->work_path ? o->work_path : NULL,
-                  .tcp_established = o->open_tcp,
-                  .ext_unix_sk = o->external_unix_sockets,
-                  .file_locks = o->file_locks },
-        .leave_running = !o->exit,
-    };
-    if (o->cgroups_mode && *o->cgroups_mode &&
-        brig_cg_mode_parse(o->cgroups_mode, &co.criu.cg_mode, err) < 0)
-        return SHIM_E_INVALID;
-    r = brig_container_checkpoint(&co, err);
-    /* criu killed the processes (exit): their exits are reported now. */
-    shim_reaper_poll(t->reaper);
-    if (o->exit && r == 0) {
-        c->state_gone = true;
-        c->paused = false;
-    }
-    return r < 0 ? SHIM_E_UNKNOWN : 0;
-}
-
-int shim_task_update(struct shim_tasks *t, const char *id, const char *resources_json,
-                     size_t len, brig_error_t *err)
-{
-    struct ctr *c;
-    int r = running_init(t, id, "update", &c, err);
-    if (r < 0)
-        return r;
-    struct brig_resources *res = NULL;
-    if (brig_resources_parse(resources_json, len, "resources", &res, err) < 0)
-        return SHIM_E_INVALID;
-    r = brig_container_update(t->root, id, res, err) < 0 ? SHIM_E_UNKNOWN : 0;
-    brig_resources_free(res);
-    return r;
-}
-
-int shim_task_stats(struct shim_tasks *t, const char *id, struct shim_stats *out,
-                     brig_error_t *err)
-{
-    struct ctr *c;
-    int r = running_init(t, id, "stats", &c, err);
-    if (r < 0)
-        return r;
-    memset(out, 0, sizeof *out);
-    if (brig_container_stats(t->root, id, &out->cg, err) < 0)
-        return SHIM_E_UNKNOWN;
-    /* brig enables only the controllers the resources ask for: without a
-     * pids limit there is no pids.current, so count the cgroup's processes. */
-    if (out->cg.pids_current == 0) {
-        pid_t *pids = NULL;
-        size_t n = 0;
-        brig_error_t ignored = NULL;
-        if (brig_container_pids(t->root, id, &pids, &n, &ignored) == 0)
-            out->cg.pids_current = n;
-        brig_error_release(&ignored);
-        free(pids);
-    }
-    return 0;
-}
-
 /* ---- state, terminal, stdin, wait ---- */
 
 int shim_task_state(struct shim_tasks *t, const char *id, const char *exec_id,
                     struct shim_state *out, brig_error_t *err)
 {
     struct proc *p;
-    int r = lookup(t, id, exec_id, &p, err);
+    int r = shim_lookup(t, id, exec_id, &p, err);
     if (r < 0)
         return r;
     enum shim_status s = p->exited ? SHIM_STOPPED : !p->started ? SHIM_CREATED : SHIM_RUNNING;
     if (s == SHIM_RUNNING && p->c->paused)
         s = SHIM_PAUSED;
-    *out = (struct shim_state) {
+    *out = (struct shim_state){
         .status = s,
         .pid = p->pid,
         .exec_id = p->exec_id,
@@ -753,11 +577,11 @@ int shim_task_state(struct shim_tasks *t, const char *id, const char *exec_id,
     return 0;
 }
 
-int shim_task_resize_pty(struct shim_tasks *t, const char *id, const char *exec_id,
-                         uint32_t width, uint32_t height, brig_error_t *err)
+int shim_task_resize_pty(struct shim_tasks *t, const char *id, const char *exec_id, uint32_t width,
+                         uint32_t height, brig_error_t *err)
 {
     struct proc *p;
-    int r = lookup(t, id, exec_id, &p, err);
+    int r = shim_lookup(t, id, exec_id, &p, err);
     if (r < 0)
         return r;
     if (!p->terminal || p->exited)
@@ -765,11 +589,11 @@ int shim_task_resize_pty(struct shim_tasks *t, const char *id, const char *exec_
     return shim_io_resize(p->io, width, height, err) < 0 ? SHIM_E_UNKNOWN : 0;
 }
 
-int shim_task_close_io(struct shim_tasks *t, const char *id, const char *exec_id,
-                       bool close_stdin, brig_error_t *err)
+int shim_task_close_io(struct shim_tasks *t, const char *id, const char *exec_id, bool close_stdin,
+                       brig_error_t *err)
 {
     struct proc *p;
-    int r = lookup(t, id, exec_id, &p, err);
+    int r = shim_lookup(t, id, exec_id, &p, err);
     if (r < 0)
         return r;
     if (close_stdin)
@@ -781,7 +605,7 @@ int shim_task_wait(struct shim_tasks *t, const char *id, const char *exec_id, sh
                    void *data, brig_error_t *err)
 {
     struct proc *p;
-    int r = lookup(t, id, exec_id, &p, err);
+    int r = shim_lookup(t, id, exec_id, &p, err);
     if (r < 0)
         return r;
     if (p->reported) {
@@ -793,7 +617,7 @@ int shim_task_wait(struct shim_tasks *t, const char *id, const char *exec_id, sh
     struct waiter *w = malloc(sizeof *w);
     if (w == NULL)
         return brig_error_set(err, ENOMEM, "wait");
-    *w = (struct waiter) { p->waiters, cb, data };
+    *w = (struct waiter){ p->waiters, cb, data };
     p->waiters = w;
     return 0;
 }

@@ -45,7 +45,14 @@ enum shim_code {
 };
 
 /* Same order as containerd's task.Status enum (UNKNOWN=0 .. PAUSING=5). */
-enum shim_status { SHIM_UNKNOWN, SHIM_CREATED, SHIM_RUNNING, SHIM_STOPPED, SHIM_PAUSED, SHIM_PAUSING };
+enum shim_status {
+    SHIM_UNKNOWN,
+    SHIM_CREATED,
+    SHIM_RUNNING,
+    SHIM_STOPPED,
+    SHIM_PAUSED,
+    SHIM_PAUSING
+};
 
 struct shim_mount {
     const char *type, *source, *target;
@@ -63,22 +70,22 @@ struct shim_stdio {
 struct shim_create_opts {
     const char *id, *bundle;
     struct shim_stdio io;
-    const struct shim_mount *mounts;  /* the rootfs: mounted on <bundle>/rootfs */
+    const struct shim_mount *mounts; /* the rootfs: mounted on <bundle>/rootfs */
     size_t n_mounts;
-    const char *profile;              /* NULL or "sandbox" */
+    const char *profile; /* NULL or "sandbox" */
 };
 
 struct shim_exit {
-    const char *id, *exec_id;  /* exec_id "" for the init */
+    const char *id, *exec_id; /* exec_id "" for the init */
     pid_t pid;
-    uint32_t status;           /* exit code, or 128+signal */
+    uint32_t status; /* exit code, or 128+signal */
     struct timespec exited_at;
 };
 
 struct shim_state {
     enum shim_status status;
     pid_t pid;
-    const char *exec_id;       /* "" for the init */
+    const char *exec_id; /* "" for the init */
     const char *bundle;
     struct shim_stdio io;
     uint32_t exit_status;
@@ -99,8 +106,8 @@ typedef void (*shim_oom_cb)(void *data, const char *id);
  * after its status is recorded (State/Wait see it); on_oom when the
  * container's memory.events oom_kill count goes up. */
 int shim_tasks_new(struct shim_loop *loop, const char *ns, const char *runtime_root,
-                   shim_exit_cb on_exit, shim_oom_cb on_oom, void *data,
-                   struct shim_tasks **out, brig_error_t *err);
+                   shim_exit_cb on_exit, shim_oom_cb on_oom, void *data, struct shim_tasks **out,
+                   brig_error_t *err);
 void shim_tasks_set_cgroups(struct shim_tasks *t, bool managed);
 size_t shim_tasks_count(const struct shim_tasks *t);
 void shim_tasks_free(struct shim_tasks *t);
@@ -122,12 +129,12 @@ int shim_task_pids(struct shim_tasks *t, const char *id, pid_t **pids, size_t *n
                    brig_error_t *err);
 int shim_task_pause(struct shim_tasks *t, const char *id, brig_error_t *err);
 int shim_task_resume(struct shim_tasks *t, const char *id, brig_error_t *err);
-int shim_task_resize_pty(struct shim_tasks *t, const char *id, const char *exec_id,
-                         uint32_t width, uint32_t height, brig_error_t *err);
-int shim_task_close_io(struct shim_tasks *t, const char *id, const char *exec_id,
-                       bool close_stdin, brig_error_t *err);
-int shim_task_update(struct shim_tasks *t, const char *id, const char *resources_json,
-                     size_t len, brig_error_t *err);
+int shim_task_resize_pty(struct shim_tasks *t, const char *id, const char *exec_id, uint32_t width,
+                         uint32_t height, brig_error_t *err);
+int shim_task_close_io(struct shim_tasks *t, const char *id, const char *exec_id, bool close_stdin,
+                       brig_error_t *err);
+int shim_task_update(struct shim_tasks *t, const char *id, const char *resources_json, size_t len,
+                     brig_error_t *err);
 int shim_task_state(struct shim_tasks *t, const char *id, const char *exec_id,
                     struct shim_state *out, brig_error_t *err);
 int shim_task_stats(struct shim_tasks *t, const char *id, struct shim_stats *out,
@@ -139,13 +146,13 @@ int shim_task_stats(struct shim_tasks *t, const char *id, struct shim_stats *out
  * was in (paused stays paused); with exit its processes are killed after
  * the dump and the init's exit is reported as any other. */
 struct shim_checkpoint_opts {
-    const char *image_path;  /* required */
-    const char *work_path;   /* criu's log and scratch; NULL: image_path */
+    const char *image_path;   /* required */
+    const char *work_path;    /* criu's log and scratch; NULL: image_path */
     const char *cgroups_mode; /* NULL or "": criu's "soft" */
     bool exit, open_tcp, external_unix_sockets, file_locks;
 };
-int shim_task_checkpoint(struct shim_tasks *t, const char *id,
-                         const struct shim_checkpoint_opts *o, brig_error_t *err);
+int shim_task_checkpoint(struct shim_tasks *t, const char *id, const struct shim_checkpoint_opts *o,
+                         brig_error_t *err);
 
 /* Wait: calls cb at once (before returning) if the process has exited,
  * else once when it exits (after on_exit), or when it is deleted without

@@ -38,12 +38,12 @@ struct ttrpc_conn {
      * only marks the connection dead, and the callback frees it. */
     int busy;
     bool dead;
-    struct ttrpc_call *calls;  /* open calls, detached when the conn goes */
+    struct ttrpc_call *calls; /* open calls, detached when the conn goes */
     struct ttrpc_conn *next;
 };
 
 struct ttrpc_call {
-    struct ttrpc_conn *conn;   /* NULL once the client has gone */
+    struct ttrpc_conn *conn; /* NULL once the client has gone */
     uint32_t stream;
     char *method;
     struct ttrpc_call *prev, *next;
@@ -80,8 +80,7 @@ void ttrpc_header_get(const uint8_t in[TTRPC_HEADER_LEN], struct ttrpc_frame *f)
 }
 
 /* Packs msg (NULL: nothing) into a malloc'd buffer; *len may be 0. */
-static int pack_message(const ProtobufCMessage *msg, uint8_t **out, size_t *len,
-                        brig_error_t *err)
+static int pack_message(const ProtobufCMessage *msg, uint8_t **out, size_t *len, brig_error_t *err)
 {
     size_t n = msg ? protobuf_c_message_get_packed_size(msg) : 0;
     *out = malloc(n ? n : 1);
@@ -402,8 +401,8 @@ static void server_accept(struct shim_loop *loop, int fd, uint32_t events, void 
             return;
         struct ucred cred;
         socklen_t clen = sizeof(cred);
-        if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 ||
-            cred.uid != geteuid() || cred.gid != getegid())
+        if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 || cred.uid != geteuid()
+            || cred.gid != getegid())
             continue;
         struct ttrpc_conn *c = calloc(1, sizeof(*c));
         if (!c)

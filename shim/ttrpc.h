@@ -51,7 +51,7 @@ int ttrpc_request_frame(uint32_t stream, const char *service, const char *method
                         brig_error_t *err);
 
 struct ttrpc_server;
-struct ttrpc_call;  /* one request awaiting its answer */
+struct ttrpc_call; /* one request awaiting its answer */
 
 /* payload: the method's serialized request, valid during the call only. The
  * handler must answer call exactly once, now or later, with ttrpc_reply or

@@ -45,7 +45,8 @@ static int usage(FILE *out)
 {
     fputs("Usage: brig [global options] COMMAND [options] [args]\n\n"
           "An OCI container runtime for hardened, disposable sandboxes.\n\n"
-          "Commands:\n", out);
+          "Commands:\n",
+          out);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fputs("\nGlobal options:\n"
@@ -57,7 +58,8 @@ static int usage(FILE *out)
           "  --cgroup-manager M   cgroupfs (default) or disabled: the caller manages cgroups\n"
           "  -v, --version        print the version\n"
           "  -h, --help           print this help\n\n"
-          "`brig COMMAND --help` describes a command; `man brig-COMMAND` has more.\n", out);
+          "`brig COMMAND --help` describes a command; `man brig-COMMAND` has more.\n",
+          out);
     return out == stdout ? 0 : 1;
 }
 
@@ -95,7 +97,7 @@ static int run_command(int argc, char **argv, char **all)
          * is alone in a new pid namespace (libcontainer/selfexe/selfexe.c). */
         brig_error_t err = NULL;
         bool starts = strcmp(name, "create") == 0 || strcmp(name, "run") == 0
-            || strcmp(name, "sandbox") == 0;
+                      || strcmp(name, "sandbox") == 0;
         if ((starts && brig_selfexe_defer(all, &err) < 0)
             || (strcmp(name, "exec") == 0 && brig_selfexe_protect(all, &err) < 0))
             return brig_fail(&err);
@@ -152,8 +154,8 @@ int main(int argc, char **argv)
             if (strcmp(optarg, "disabled") == 0)
                 brig_globals.no_cgroup = true;
             else if (strcmp(optarg, "cgroupfs") != 0)
-                return brig_fail_msg("--cgroup-manager: `%s` is not supported (cgroupfs or disabled)",
-                                     optarg);
+                return brig_fail_msg(
+                    "--cgroup-manager: `%s` is not supported (cgroupfs or disabled)", optarg);
             break;
         case OPT_ROOTLESS:
             break; /* runc's "auto|true|false": brig decides by itself */

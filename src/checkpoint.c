@@ -8,8 +8,7 @@ static const char usage[] =
     "Checkpoint a running container with criu: its processes, memory, open\n"
     "files and namespaces go to the image directory. The container is then\n"
     "gone (as after delete) unless --leave-running or --pre-dump.\n\n"
-    "Options:\n"
-    CRIU_FLAGS_HELP
+    "Options:\n" CRIU_FLAGS_HELP
     "      --leave-running      keep the container running after the dump\n"
     "      --pre-dump           dump memory only, for a later dump with --parent-path\n"
     "      --parent-path DIR    a previous pre-dump, relative to the image path\n"

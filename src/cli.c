@@ -200,6 +200,7 @@ int brig_ms_until(const struct timespec *t)
 {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
-    long long ms = (long long) (t->tv_sec - now.tv_sec) * 1000 + (t->tv_nsec - now.tv_nsec) / 1000000;
+    long long ms = (long long) (t->tv_sec - now.tv_sec) * 1000
+                   + (t->tv_nsec - now.tv_nsec) / 1000000;
     return ms > 0 ? (int) ms : 0;
 }

@@ -36,7 +36,7 @@ struct brig_globals {
     bool log_json;
     bool debug;
     bool systemd_cgroup;
-    bool no_cgroup;        /* --cgroup-manager=disabled */
+    bool no_cgroup; /* --cgroup-manager=disabled */
 };
 
 extern struct brig_globals brig_globals;

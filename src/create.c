@@ -11,9 +11,7 @@ static const char usage[] =
     "Usage: brig create [options] ID\n\n"
     "Create a container from a bundle. Its init is left blocked right before\n"
     "exec until `brig start ID`.\n\n"
-    "Options:\n"
-    CREATE_FLAGS_HELP
-    "  -h, --help               print this help\n";
+    "Options:\n" CREATE_FLAGS_HELP "  -h, --help               print this help\n";
 
 int brig_cmd_create(int argc, char **argv)
 {
@@ -23,7 +21,8 @@ int brig_cmd_create(int argc, char **argv)
     if (done != BRIG_CLI_GO_ON)
         return done;
     if (extra.detach || extra.keep || extra.no_subreaper || o.terminal)
-        return brig_fail_msg("create: --detach, --keep, --no-subreaper and --tty are options of run");
+        return brig_fail_msg(
+            "create: --detach, --keep, --no-subreaper and --tty are options of run");
     struct create_bundle cb;
     int r = create_prepare(&o, &extra, &cb);
     brig_error_t err = NULL;

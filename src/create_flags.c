@@ -81,8 +81,9 @@ static int listen_fds_from_env(void)
 int create_flags_parse(int argc, char **argv, const char *shortopts, const char *usage,
                        struct brig_create_options *o, struct create_flags *extra)
 {
-    *o = (struct brig_create_options) { .root = brig_globals.root, .no_cgroup = brig_globals.no_cgroup };
-    *extra = (struct create_flags) { 0 };
+    *o = (struct brig_create_options){ .root = brig_globals.root,
+                                       .no_cgroup = brig_globals.no_cgroup };
+    *extra = (struct create_flags){ 0 };
     int c;
     while ((c = getopt_long(argc, argv, shortopts, create_flag_options, NULL)) != -1) {
         if (c == 'h')
@@ -104,7 +105,7 @@ int create_prepare(struct brig_create_options *o, const struct create_flags *ext
                    struct create_bundle *cb)
 {
     brig_error_t err = NULL;
-    *cb = (struct create_bundle) { 0 };
+    *cb = (struct create_bundle){ 0 };
     if (brig_bundle_load(o->bundle, &cb->bundle, &err) < 0)
         return brig_fail(&err);
     o->config = &cb->bundle;

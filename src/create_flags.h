@@ -8,13 +8,13 @@
 #include "container/container.h"
 #include "sandbox/profile.h"
 
-#define CREATE_FLAGS_HELP                                                              \
-    "  -b, --bundle DIR         the bundle (default: the current directory)\n"         \
-    "      --pid-file FILE      write the init's pid to FILE\n"                        \
-    "      --console-socket S   unix socket that receives the terminal's master fd\n"  \
-    "      --no-pivot           MS_MOVE + chroot instead of pivot_root (ramdisks)\n"   \
-    "      --no-new-keyring     keep the caller's session keyring\n"                   \
-    "      --preserve-fds N     pass N extra fds (from 3) to the process\n"              \
+#define CREATE_FLAGS_HELP                                                             \
+    "  -b, --bundle DIR         the bundle (default: the current directory)\n"        \
+    "      --pid-file FILE      write the init's pid to FILE\n"                       \
+    "      --console-socket S   unix socket that receives the terminal's master fd\n" \
+    "      --no-pivot           MS_MOVE + chroot instead of pivot_root (ramdisks)\n"  \
+    "      --no-new-keyring     keep the caller's session keyring\n"                  \
+    "      --preserve-fds N     pass N extra fds (from 3) to the process\n"           \
     "      --profile sandbox    apply the sandbox profile (see brig-sandbox(8))\n"
 
 /* Flags of run only, parsed by the same loop. */
@@ -24,7 +24,7 @@ struct create_flags {
     bool keep;
     bool no_subreaper;
     const char *console_socket;
-    const char *profile;       /* --profile */
+    const char *profile; /* --profile */
 };
 
 /* The bundle a create works on, and the sandbox's settings when the

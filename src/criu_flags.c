@@ -80,21 +80,50 @@ static int apply(int c, char **argv, struct criu_flags *f)
 {
     brig_error_t err = NULL;
     switch (c) {
-    case OPT_IMAGE_PATH: f->criu.image_path = optarg; break;
-    case OPT_WORK_PATH: f->criu.work_path = optarg; break;
-    case OPT_PARENT_PATH: f->parent_path = optarg; break;
-    case OPT_LEAVE_RUNNING: f->leave_running = true; break;
-    case OPT_TCP_ESTABLISHED: f->criu.tcp_established = true; break;
-    case OPT_EXT_UNIX_SK: f->criu.ext_unix_sk = true; break;
-    case OPT_SHELL_JOB: f->criu.shell_job = true; break;
-    case OPT_FILE_LOCKS: f->criu.file_locks = true; break;
-    case OPT_PRE_DUMP: f->pre_dump = true; break;
-    case OPT_AUTO_DEDUP: f->criu.auto_dedup = true; break;
-    case 'b': f->bundle = optarg; break;
-    case 'd': f->detach = true; break;
-    case OPT_PID_FILE: f->pid_file = optarg; break;
-    case OPT_NO_SUBREAPER: f->no_subreaper = true; break;
-    case OPT_NO_PIVOT: break; /* criu pivots into the restored root itself */
+    case OPT_IMAGE_PATH:
+        f->criu.image_path = optarg;
+        break;
+    case OPT_WORK_PATH:
+        f->criu.work_path = optarg;
+        break;
+    case OPT_PARENT_PATH:
+        f->parent_path = optarg;
+        break;
+    case OPT_LEAVE_RUNNING:
+        f->leave_running = true;
+        break;
+    case OPT_TCP_ESTABLISHED:
+        f->criu.tcp_established = true;
+        break;
+    case OPT_EXT_UNIX_SK:
+        f->criu.ext_unix_sk = true;
+        break;
+    case OPT_SHELL_JOB:
+        f->criu.shell_job = true;
+        break;
+    case OPT_FILE_LOCKS:
+        f->criu.file_locks = true;
+        break;
+    case OPT_PRE_DUMP:
+        f->pre_dump = true;
+        break;
+    case OPT_AUTO_DEDUP:
+        f->criu.auto_dedup = true;
+        break;
+    case 'b':
+        f->bundle = optarg;
+        break;
+    case 'd':
+        f->detach = true;
+        break;
+    case OPT_PID_FILE:
+        f->pid_file = optarg;
+        break;
+    case OPT_NO_SUBREAPER:
+        f->no_subreaper = true;
+        break;
+    case OPT_NO_PIVOT:
+        break; /* criu pivots into the restored root itself */
     case OPT_MANAGE_CGROUPS_MODE:
         if (brig_cg_mode_parse(optarg, &f->criu.cg_mode, &err) < 0) {
             brig_error_wrap(&err, "--manage-cgroups-mode");
@@ -112,24 +141,25 @@ static int apply(int c, char **argv, struct criu_flags *f)
                              flag_name(c));
     case OPT_CONSOLE_SOCKET:
         return brig_fail_msg("%s: --console-socket is not supported (a container with a terminal "
-                             "can't be checkpointed)", brig_command_name);
+                             "can't be checkpointed)",
+                             brig_command_name);
     default:
         return brig_bad_option(argv);
     }
     return BRIG_CLI_GO_ON;
 }
 
-int criu_flags_parse(int argc, char **argv, bool restore, const char *usage,
-                     struct criu_flags *out)
+int criu_flags_parse(int argc, char **argv, bool restore, const char *usage, struct criu_flags *out)
 {
-    *out = (struct criu_flags) { .criu.image_path = "checkpoint" };
+    *out = (struct criu_flags){ .criu.image_path = "checkpoint" };
     int c;
     while ((c = getopt_long(argc, argv, "+b:dh", options, NULL)) != -1) {
         if (c == 'h')
             return brig_usage(usage);
         if ((restore && for_checkpoint_only(c)) || (!restore && for_restore_only(c)))
             return brig_fail_msg("%s: unknown option `--%s` (it is an option of %s)",
-                                 brig_command_name, flag_name(c), restore ? "checkpoint" : "restore");
+                                 brig_command_name, flag_name(c),
+                                 restore ? "checkpoint" : "restore");
         int done = apply(c, argv, out);
         if (done != BRIG_CLI_GO_ON)
             return done;

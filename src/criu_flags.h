@@ -11,7 +11,7 @@
     "      --work-path DIR      criu's logs and scratch files (default: the image path)\n" \
     "      --tcp-established    allow open TCP connections\n"                              \
     "      --ext-unix-sk        allow unix sockets connected outside the container\n"      \
-    "      --shell-job          allow a shell job (stdio on a terminal of the caller)\n"    \
+    "      --shell-job          allow a shell job (stdio on a terminal of the caller)\n"   \
     "      --file-locks         allow file locks\n"                                        \
     "      --auto-dedup         free image pages already restored or dumped\n"             \
     "      --manage-cgroups-mode M  soft (default), full, strict or ignore\n"

@@ -45,15 +45,22 @@ static const char usage[] =
     "  -h, --help                print this help\n";
 
 enum {
-    OPT_CONSOLE_SOCKET = 500, OPT_CWD, OPT_NO_NEW_PRIVS, OPT_PID_FILE, OPT_PRESERVE_FDS,
-    OPT_CGROUP, OPT_IGNORE_PAUSED, OPT_TIMEOUT, OPT_IGNORED,
+    OPT_CONSOLE_SOCKET = 500,
+    OPT_CWD,
+    OPT_NO_NEW_PRIVS,
+    OPT_PID_FILE,
+    OPT_PRESERVE_FDS,
+    OPT_CGROUP,
+    OPT_IGNORE_PAUSED,
+    OPT_TIMEOUT,
+    OPT_IGNORED,
 };
 
 struct exec_flags {
     const char *process_file, *cwd, *user, *pid_file;
     bool tty, no_new_privs, detach;
     int timeout_ms;
-    char **env;           /* NULL-terminated lists of the repeatable flags */
+    char **env; /* NULL-terminated lists of the repeatable flags */
     size_t n_env;
     char **caps;
     size_t n_caps;
@@ -166,77 +173,109 @@ static int build_process(const struct brig_process *base, const struct exec_flag
     return 0;
 }
 
+static const struct option exec_options[] = {
+    { "process", required_argument, NULL, 'p' },
+    { "tty", no_argument, NULL, 't' },
+    { "console-socket", required_argument, NULL, OPT_CONSOLE_SOCKET },
+    { "cwd", required_argument, NULL, OPT_CWD },
+    { "env", required_argument, NULL, 'e' },
+    { "user", required_argument, NULL, 'u' },
+    { "additional-gids", required_argument, NULL, 'g' },
+    { "cap", required_argument, NULL, 'c' },
+    { "no-new-privs", no_argument, NULL, OPT_NO_NEW_PRIVS },
+    { "detach", no_argument, NULL, 'd' },
+    { "pid-file", required_argument, NULL, OPT_PID_FILE },
+    { "preserve-fds", required_argument, NULL, OPT_PRESERVE_FDS },
+    { "cgroup", required_argument, NULL, OPT_CGROUP },
+    { "ignore-paused", no_argument, NULL, OPT_IGNORE_PAUSED },
+    { "timeout", required_argument, NULL, OPT_TIMEOUT },
+    { "process-label", required_argument, NULL, OPT_IGNORED },
+    { "apparmor", required_argument, NULL, OPT_IGNORED },
+    { "help", no_argument, NULL, 'h' },
+    { 0 },
+};
+
+/* One flag of exec: BRIG_CLI_GO_ON, or the exit status. */
+static int apply_flag(int c, char **argv, struct exec_flags *f, struct brig_exec_options *o)
+{
+    uint32_t gid;
+    int done;
+    switch (c) {
+    case 'p':
+        f->process_file = optarg;
+        break;
+    case 't':
+        f->tty = true;
+        break;
+    case OPT_CONSOLE_SOCKET:
+        o->console_socket = optarg;
+        break;
+    case OPT_CWD:
+        f->cwd = optarg;
+        break;
+    case 'e':
+        if (strchr(optarg, '=') == NULL)
+            return brig_fail_msg("exec: --env wants NAME=VALUE, not `%s`", optarg);
+        if (push(&f->env, &f->n_env, optarg))
+            return 1;
+        break;
+    case 'u':
+        f->user = optarg;
+        break;
+    case 'g': {
+        if (parse_id("additional gid", optarg, &gid))
+            return 1;
+        uint32_t *bigger = realloc(f->gids, (f->n_gids + 1) * sizeof *bigger);
+        if (bigger == NULL)
+            return brig_fail_msg("exec: out of memory");
+        bigger[f->n_gids++] = gid;
+        f->gids = bigger;
+        break;
+    }
+    case 'c':
+        if (push(&f->caps, &f->n_caps, optarg))
+            return 1;
+        break;
+    case OPT_NO_NEW_PRIVS:
+        f->no_new_privs = true;
+        break;
+    case 'd':
+        f->detach = true;
+        break;
+    case OPT_PID_FILE:
+        f->pid_file = optarg;
+        break;
+    case OPT_PRESERVE_FDS:
+        if ((done = brig_parse_flag_uint("--preserve-fds", optarg, &o->preserve_fds))
+            != BRIG_CLI_GO_ON)
+            return done;
+        break;
+    case OPT_CGROUP:
+        o->cgroup = optarg;
+        break;
+    case OPT_IGNORE_PAUSED:
+        o->ignore_paused = true;
+        break;
+    case OPT_TIMEOUT:
+        if (brig_parse_duration_ms(optarg, &f->timeout_ms) < 0)
+            return brig_fail_msg("exec: invalid --timeout `%s`", optarg);
+        break;
+    case OPT_IGNORED:
+        break;
+    case 'h':
+        return brig_usage(usage);
+    default:
+        return brig_bad_option(argv);
+    }
+    return BRIG_CLI_GO_ON;
+}
+
 static int parse_flags(int argc, char **argv, struct exec_flags *f, struct brig_exec_options *o)
 {
-    static const struct option opts[] = {
-        { "process", required_argument, NULL, 'p' },
-        { "tty", no_argument, NULL, 't' },
-        { "console-socket", required_argument, NULL, OPT_CONSOLE_SOCKET },
-        { "cwd", required_argument, NULL, OPT_CWD },
-        { "env", required_argument, NULL, 'e' },
-        { "user", required_argument, NULL, 'u' },
-        { "additional-gids", required_argument, NULL, 'g' },
-        { "cap", required_argument, NULL, 'c' },
-        { "no-new-privs", no_argument, NULL, OPT_NO_NEW_PRIVS },
-        { "detach", no_argument, NULL, 'd' },
-        { "pid-file", required_argument, NULL, OPT_PID_FILE },
-        { "preserve-fds", required_argument, NULL, OPT_PRESERVE_FDS },
-        { "cgroup", required_argument, NULL, OPT_CGROUP },
-        { "ignore-paused", no_argument, NULL, OPT_IGNORE_PAUSED },
-        { "timeout", required_argument, NULL, OPT_TIMEOUT },
-        { "process-label", required_argument, NULL, OPT_IGNORED },
-        { "apparmor", required_argument, NULL, OPT_IGNORED },
-        { "help", no_argument, NULL, 'h' },
-        { 0 },
-    };
     int c, done;
-    while ((c = getopt_long(argc, argv, "+p:te:u:g:c:dh", opts, NULL)) != -1) {
-        uint32_t gid;
-        switch (c) {
-        case 'p': f->process_file = optarg; break;
-        case 't': f->tty = true; break;
-        case OPT_CONSOLE_SOCKET: o->console_socket = optarg; break;
-        case OPT_CWD: f->cwd = optarg; break;
-        case 'e':
-            if (strchr(optarg, '=') == NULL)
-                return brig_fail_msg("exec: --env wants NAME=VALUE, not `%s`", optarg);
-            if (push(&f->env, &f->n_env, optarg))
-                return 1;
-            break;
-        case 'u': f->user = optarg; break;
-        case 'g': {
-            if (parse_id("additional gid", optarg, &gid))
-                return 1;
-            uint32_t *bigger = realloc(f->gids, (f->n_gids + 1) * sizeof *bigger);
-            if (bigger == NULL)
-                return brig_fail_msg("exec: out of memory");
-            bigger[f->n_gids++] = gid;
-            f->gids = bigger;
-            break;
-        }
-        case 'c':
-            if (push(&f->caps, &f->n_caps, optarg))
-                return 1;
-            break;
-        case OPT_NO_NEW_PRIVS: f->no_new_privs = true; break;
-        case 'd': f->detach = true; break;
-        case OPT_PID_FILE: f->pid_file = optarg; break;
-        case OPT_PRESERVE_FDS:
-            if ((done = brig_parse_flag_uint("--preserve-fds", optarg, &o->preserve_fds))
-                != BRIG_CLI_GO_ON)
-                return done;
-            break;
-        case OPT_CGROUP: o->cgroup = optarg; break;
-        case OPT_IGNORE_PAUSED: o->ignore_paused = true; break;
-        case OPT_TIMEOUT:
-            if (brig_parse_duration_ms(optarg, &f->timeout_ms) < 0)
-                return brig_fail_msg("exec: invalid --timeout `%s`", optarg);
-            break;
-        case OPT_IGNORED: break;
-        case 'h': return brig_usage(usage);
-        default: return brig_bad_option(argv);
-        }
-    }
+    while ((c = getopt_long(argc, argv, "+p:te:u:g:c:dh", exec_options, NULL)) != -1)
+        if ((done = apply_flag(c, argv, f, o)) != BRIG_CLI_GO_ON)
+            return done;
     return BRIG_CLI_GO_ON;
 }
 
@@ -312,10 +351,9 @@ static int exec_and_wait(const struct brig_exec_options *o, bool detach, const c
 
 /* The process to run: --process FILE, or the container's own process
  * with the flags applied. */
-static int load_process(const struct brig_exec_options *o, const struct exec_flags *f,
-                        char **args, int n_args, struct brig_spec **spec,
-                        struct brig_opened_container *opened, int *root_fd,
-                        struct brig_process **from_file, struct brig_process *p,
+static int load_process(const struct brig_exec_options *o, const struct exec_flags *f, char **args,
+                        int n_args, struct brig_spec **spec, struct brig_opened_container *opened,
+                        int *root_fd, struct brig_process **from_file, struct brig_process *p,
                         struct brig_capabilities *caps)
 {
     brig_error_t err = NULL;

@@ -103,7 +103,8 @@ int brig_cmd_features(int argc, char **argv)
     yajl_gen_map_open(g);
     const struct scmp_version *v = seccomp_version();
     char version[32];
-    snprintf(version, sizeof version, "%u.%u.%u", v ? v->major : 0, v ? v->minor : 0, v ? v->micro : 0);
+    snprintf(version, sizeof version, "%u.%u.%u", v ? v->major : 0, v ? v->minor : 0,
+             v ? v->micro : 0);
     STR(g, "io.github.seccomp.libseccomp.version");
     STR(g, version);
     yajl_gen_map_close(g);

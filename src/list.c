@@ -7,13 +7,12 @@
 #include "cli.h"
 #include "container/container.h"
 
-static const char usage[] =
-    "Usage: brig list [options]\n\n"
-    "List the containers under --root.\n\n"
-    "Options:\n"
-    "  -f, --format FORMAT  table (default) or json\n"
-    "  -q, --quiet          print the ids only\n"
-    "  -h, --help           print this help\n";
+static const char usage[] = "Usage: brig list [options]\n\n"
+                            "List the containers under --root.\n\n"
+                            "Options:\n"
+                            "  -f, --format FORMAT  table (default) or json\n"
+                            "  -q, --quiet          print the ids only\n"
+                            "  -h, --help           print this help\n";
 
 static void print_json(const struct brig_container_entry *e, size_t n)
 {
@@ -37,10 +36,13 @@ static void print_table(const struct brig_container_entry *e, size_t n)
     for (size_t i = 0; i < n; i++) {
         char pid[16];
         const struct brig_state *s = e[i].state;
-        int pid_len = snprintf(pid, sizeof pid, "%d", e[i].status == BRIG_STATUS_STOPPED ? 0 : s->pid);
+        int pid_len = snprintf(pid, sizeof pid, "%d",
+                               e[i].status == BRIG_STATUS_STOPPED ? 0 : s->pid);
         w_id = (int) strlen(s->id) > w_id ? (int) strlen(s->id) : w_id;
         w_pid = pid_len > w_pid ? pid_len : w_pid;
-        w_status = (int) strlen(brig_status_name(e[i].status)) > w_status ? (int) strlen(brig_status_name(e[i].status)) : w_status;
+        w_status = (int) strlen(brig_status_name(e[i].status)) > w_status
+                       ? (int) strlen(brig_status_name(e[i].status))
+                       : w_status;
         w_bundle = (int) strlen(s->bundle) > w_bundle ? (int) strlen(s->bundle) : w_bundle;
         w_created = (int) strlen(s->created) > w_created ? (int) strlen(s->created) : w_created;
     }
@@ -50,8 +52,7 @@ static void print_table(const struct brig_container_entry *e, size_t n)
         const struct brig_state *s = e[i].state;
         printf("%-*s   %-*d   %-*s   %-*s   %-*s   %s\n", w_id, s->id, w_pid,
                e[i].status == BRIG_STATUS_STOPPED ? 0 : s->pid, w_status,
-               brig_status_name(e[i].status), w_bundle, s->bundle, w_created, s->created,
-               s->owner);
+               brig_status_name(e[i].status), w_bundle, s->bundle, w_created, s->created, s->owner);
     }
 }
 

@@ -7,9 +7,8 @@ static const char pause_usage[] =
     "Freeze every process of a running container (cgroup.freeze); `brig state`\n"
     "then reports it as paused until `brig resume ID`.\n";
 
-static const char resume_usage[] =
-    "Usage: brig resume ID\n\n"
-    "Thaw the processes of a paused container.\n";
+static const char resume_usage[] = "Usage: brig resume ID\n\n"
+                                   "Thaw the processes of a paused container.\n";
 
 static int freeze_command(int argc, char **argv, const char *usage,
                           int (*fn)(const char *, const char *, brig_error_t *))

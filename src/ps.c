@@ -33,7 +33,8 @@ static int pid_column(char *header)
 {
     int col = 0;
     char *save = NULL;
-    for (char *tok = strtok_r(header, " \t\n", &save); tok; tok = strtok_r(NULL, " \t\n", &save), col++)
+    for (char *tok = strtok_r(header, " \t\n", &save); tok;
+         tok = strtok_r(NULL, " \t\n", &save), col++)
         if (strcmp(tok, "PID") == 0)
             return col;
     return -1;
@@ -99,7 +100,8 @@ static int ps_table(const pid_t *pids, size_t n, char **ps_args, int n_args)
     int status = 0;
     waitpid(child, &status, 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        return brig_fail_msg("ps: ps(1) failed (status %d)", WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+        return brig_fail_msg("ps: ps(1) failed (status %d)",
+                             WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
     if (col < 0)
         return brig_fail_msg("ps: the output of ps has no PID column");
     return 0;

@@ -16,8 +16,7 @@ static const char usage[] =
     "a new one), with the bundle's config.json for its cgroup, limits and\n"
     "mounts. Without --detach, waits for the container like run and exits\n"
     "with its status.\n\n"
-    "Options:\n"
-    CRIU_FLAGS_HELP
+    "Options:\n" CRIU_FLAGS_HELP
     "  -b, --bundle DIR         the bundle (default: the current directory)\n"
     "  -d, --detach             return once restored; don't wait or delete\n"
     "      --pid-file FILE      write the restored init's pid to FILE\n"

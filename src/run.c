@@ -22,8 +22,7 @@ static const char usage[] =
     "Create and start a container, wait for its process and delete it.\n"
     "Exits with the process's status (128+N when signal N killed it).\n"
     "Signals sent to brig are forwarded to the container's process.\n\n"
-    "Options:\n"
-    CREATE_FLAGS_HELP
+    "Options:\n" CREATE_FLAGS_HELP
     "  -d, --detach             return once started; don't wait or delete\n"
     "  -t, --tty                give the process a terminal (as process.terminal)\n"
     "      --keep               don't delete the container after it exits\n"

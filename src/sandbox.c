@@ -124,12 +124,17 @@ int brig_cmd_sandbox(int argc, char **argv)
         const char *name;
         int (*fn)(int, char **);
     } commands[] = {
-        { "create", sandbox_cmd_create }, { "exec", sandbox_cmd_exec },
-        { "cp", sandbox_cmd_cp }, { "ls", cmd_ls }, { "rm", cmd_rm },
-        { "checkpoint", sandbox_cmd_checkpoint }, { "restore", sandbox_cmd_restore },
+        { "create", sandbox_cmd_create },
+        { "exec", sandbox_cmd_exec },
+        { "cp", sandbox_cmd_cp },
+        { "ls", cmd_ls },
+        { "rm", cmd_rm },
+        { "checkpoint", sandbox_cmd_checkpoint },
+        { "restore", sandbox_cmd_restore },
     };
     if (argc < 2)
-        return brig_fail_msg("sandbox: missing command (create, exec, cp, ls, rm, checkpoint, restore; see `brig sandbox --help`)");
+        return brig_fail_msg(
+            "sandbox: missing command (create, exec, cp, ls, rm, checkpoint, restore; see `brig sandbox --help`)");
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
         return brig_usage(usage);
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
@@ -138,5 +143,6 @@ int brig_cmd_sandbox(int argc, char **argv)
             return commands[i].fn(argc - 1, argv + 1);
         }
     }
-    return brig_fail_msg("sandbox: unknown command `%s` (create, exec, cp, ls, rm, checkpoint, restore)", argv[1]);
+    return brig_fail_msg(
+        "sandbox: unknown command `%s` (create, exec, cp, ls, rm, checkpoint, restore)", argv[1]);
 }

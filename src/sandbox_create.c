@@ -29,8 +29,16 @@ static const char create_usage[] =
     "      --malloc-conf CONF jemalloc's MALLOC_CONF for every process\n"
     "  -h, --help             print this help\n";
 
-enum { OPT_DATA_SIZE = 600, OPT_MEMORY, OPT_PIDS, OPT_CPUS, OPT_NETWORK, OPT_ROOTFS, OPT_SERVICES,
-       OPT_MALLOC_CONF };
+enum {
+    OPT_DATA_SIZE = 600,
+    OPT_MEMORY,
+    OPT_PIDS,
+    OPT_CPUS,
+    OPT_NETWORK,
+    OPT_ROOTFS,
+    OPT_SERVICES,
+    OPT_MALLOC_CONF
+};
 
 static int set_path(char **field, const char *flag, const char *value)
 {
@@ -70,13 +78,16 @@ static int apply_flag(int c, char **argv, struct brig_profile_settings *s)
             return BRIG_CLI_GO_ON;
         }
         return set_path(&s->netns, "--network", optarg);
-    case OPT_ROOTFS: return set_path(&s->rootfs, "--rootfs", optarg);
-    case OPT_SERVICES: return set_path(&s->init_config, "--services", optarg);
+    case OPT_ROOTFS:
+        return set_path(&s->rootfs, "--rootfs", optarg);
+    case OPT_SERVICES:
+        return set_path(&s->init_config, "--services", optarg);
     case OPT_MALLOC_CONF:
         free(s->malloc_conf);
         return (s->malloc_conf = strdup(optarg)) ? BRIG_CLI_GO_ON
                                                  : brig_fail_msg("sandbox create: out of memory");
-    default: return brig_bad_option(argv);
+    default:
+        return brig_bad_option(argv);
     }
 }
 
@@ -114,8 +125,10 @@ int sandbox_cmd_create(int argc, char **argv)
     int r = parse_create(argc, argv, &s);
     if (r == BRIG_CLI_GO_ON) {
         struct brig_sandbox_create_options o = {
-            .root = brig_globals.root, .id = argv[optind],
-            .no_cgroup = brig_globals.no_cgroup, .settings = &s,
+            .root = brig_globals.root,
+            .id = argv[optind],
+            .no_cgroup = brig_globals.no_cgroup,
+            .settings = &s,
         };
         r = brig_sandbox_create(&o, &warning, &err) < 0 ? brig_fail(&err) : 0;
         /* A failed poststart hook; after a failure, what its undo could
@@ -163,22 +176,37 @@ int sandbox_cmd_exec(int argc, char **argv)
     args[n++] = (char *) "exec";
     while ((c = getopt_long(argc, argv, "+e:u:th", opts, NULL)) != -1) {
         switch (c) {
-        case OPT_TIMEOUT: args[n++] = (char *) "--timeout"; args[n++] = optarg; break;
-        case OPT_CWD: args[n++] = (char *) "--cwd"; args[n++] = optarg; break;
-        case 'e': args[n++] = (char *) "--env"; args[n++] = optarg; break;
+        case OPT_TIMEOUT:
+            args[n++] = (char *) "--timeout";
+            args[n++] = optarg;
+            break;
+        case OPT_CWD:
+            args[n++] = (char *) "--cwd";
+            args[n++] = optarg;
+            break;
+        case 'e':
+            args[n++] = (char *) "--env";
+            args[n++] = optarg;
+            break;
         case 'u':
             /* Every process in a sandbox runs as its user, whoever asks. */
             if (strcmp(optarg, "1000") != 0 && strcmp(optarg, "1000:1000") != 0)
                 return brig_fail_msg("sandbox exec: --user `%s`: a sandbox runs every process as "
-                                     "its user sandbox (1000:1000)", optarg);
+                                     "its user sandbox (1000:1000)",
+                                     optarg);
             break;
-        case 't': args[n++] = (char *) "--tty"; break;
-        case 'h': return brig_usage(exec_usage);
-        default: return brig_bad_option(argv);
+        case 't':
+            args[n++] = (char *) "--tty";
+            break;
+        case 'h':
+            return brig_usage(exec_usage);
+        default:
+            return brig_bad_option(argv);
         }
     }
     if (optind >= argc)
-        return brig_fail_msg("sandbox exec: missing the sandbox id (see `brig sandbox exec --help`)");
+        return brig_fail_msg(
+            "sandbox exec: missing the sandbox id (see `brig sandbox exec --help`)");
     /* An id no sandbox can have fails here, as in every subcommand. */
     brig_error_t err = NULL;
     if (brig_sandbox_id_validate(argv[optind], &err) < 0)

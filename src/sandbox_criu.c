@@ -65,8 +65,8 @@ int sandbox_cmd_checkpoint(int argc, char **argv)
     if (done != BRIG_CLI_GO_ON)
         return done;
     brig_error_t err = NULL;
-    if (brig_sandbox_checkpoint(brig_globals.root, argv[optind], image_path, leave_running,
-                                &err) < 0)
+    if (brig_sandbox_checkpoint(brig_globals.root, argv[optind], image_path, leave_running, &err)
+        < 0)
         return brig_fail(&err);
     return 0;
 }
@@ -79,7 +79,8 @@ int sandbox_cmd_restore(int argc, char **argv)
         return done;
     brig_error_t err = NULL;
     if (brig_sandbox_restore(brig_globals.root, argv[optind], image_path, brig_globals.no_cgroup,
-                             NULL, &err) < 0)
+                             NULL, &err)
+        < 0)
         return brig_fail(&err);
     return 0;
 }

@@ -99,8 +99,10 @@ static int load_profile(const char *name, char **json)
     /* The profile must be one that brig would accept in config.json. */
     struct brig_spec *check = NULL;
     cleanup_free char *wrapped = NULL;
-    if (asprintf(&wrapped, "{\"ociVersion\":\"1.2.0\",\"root\":{\"path\":\"r\"},\"linux\":{\"seccomp\":%s}}",
-                 *json) < 0)
+    if (asprintf(&wrapped,
+                 "{\"ociVersion\":\"1.2.0\",\"root\":{\"path\":\"r\"},\"linux\":{\"seccomp\":%s}}",
+                 *json)
+        < 0)
         return brig_fail_msg("spec: out of memory");
     if (brig_spec_parse(wrapped, strlen(wrapped), path, &check, &err) < 0)
         return brig_fail(&err);
@@ -118,8 +120,10 @@ static int write_config(const char *path, const char *json, bool replace)
             return brig_fail_msg("spec: out of memory");
         *slash = '\0';
         cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0 || brig_write_file_atomic_at(dfd, "config.json", json, strlen(json), 0644, &err) < 0)
-            return err ? brig_fail(&err) : brig_fail_msg("spec: open `%s`: %s", dir, strerror(errno));
+        if (dfd < 0
+            || brig_write_file_atomic_at(dfd, "config.json", json, strlen(json), 0644, &err) < 0)
+            return err ? brig_fail(&err)
+                       : brig_fail_msg("spec: open `%s`: %s", dir, strerror(errno));
         return 0;
     }
     cleanup_close int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -190,11 +194,19 @@ int brig_cmd_spec(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, "+b:h", opts, NULL)) != -1) {
         switch (c) {
-        case 'b': bundle = optarg; break;
-        case 'r': rootless = true; break;
-        case 's': seccomp = optarg; break;
-        case 'h': return brig_usage(usage);
-        default: return brig_bad_option(argv);
+        case 'b':
+            bundle = optarg;
+            break;
+        case 'r':
+            rootless = true;
+            break;
+        case 's':
+            seccomp = optarg;
+            break;
+        case 'h':
+            return brig_usage(usage);
+        default:
+            return brig_bad_option(argv);
         }
     }
     int done = brig_parse_args(argc, argv, 0, 0, "nothing");

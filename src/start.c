@@ -2,10 +2,9 @@
 #include "cli.h"
 #include "container/container.h"
 
-static const char usage[] =
-    "Usage: brig start ID\n\n"
-    "Start the process of a created container: releases its blocked init,\n"
-    "then runs the poststart hooks.\n";
+static const char usage[] = "Usage: brig start ID\n\n"
+                            "Start the process of a created container: releases its blocked init,\n"
+                            "then runs the poststart hooks.\n";
 
 int brig_cmd_start(int argc, char **argv)
 {

@@ -32,9 +32,21 @@ static const char usage[] =
     "  -h, --help               print this help\n";
 
 enum {
-    OPT_MEMORY = 400, OPT_MEMORY_RESERVATION, OPT_MEMORY_SWAP, OPT_PIDS_LIMIT, OPT_CPU_SHARE,
-    OPT_CPU_QUOTA, OPT_CPU_PERIOD, OPT_CPUSET_CPUS, OPT_CPUSET_MEMS, OPT_BLKIO_WEIGHT,
-    OPT_KERNEL_MEMORY, OPT_CPU_RT_PERIOD, OPT_CPU_RT_RUNTIME, OPT_L3, OPT_MEMBW,
+    OPT_MEMORY = 400,
+    OPT_MEMORY_RESERVATION,
+    OPT_MEMORY_SWAP,
+    OPT_PIDS_LIMIT,
+    OPT_CPU_SHARE,
+    OPT_CPU_QUOTA,
+    OPT_CPU_PERIOD,
+    OPT_CPUSET_CPUS,
+    OPT_CPUSET_MEMS,
+    OPT_BLKIO_WEIGHT,
+    OPT_KERNEL_MEMORY,
+    OPT_CPU_RT_PERIOD,
+    OPT_CPU_RT_RUNTIME,
+    OPT_L3,
+    OPT_MEMBW,
 };
 
 /* The parsers here follow cli.h: BRIG_CLI_GO_ON, or the exit status. */
@@ -140,7 +152,7 @@ static int apply_cpu_flag(int c, struct brig_resources *r)
 {
     int64_t v = 0;
     int done;
-    const char *flag = c == OPT_CPU_SHARE ? "--cpu-share"
+    const char *flag = c == OPT_CPU_SHARE   ? "--cpu-share"
                        : c == OPT_CPU_QUOTA ? "--cpu-quota"
                                             : "--cpu-period";
     struct brig_cpu *cpu = cpu_of(r);
@@ -272,7 +284,8 @@ int brig_cmd_update(int argc, char **argv)
     int rc = parse_update(argc, argv, &r);
     brig_error_t err = NULL;
     if (rc == BRIG_CLI_GO_ON)
-        rc = brig_container_update(brig_globals.root, argv[optind], r, &err) < 0 ? brig_fail(&err) : 0;
+        rc = brig_container_update(brig_globals.root, argv[optind], r, &err) < 0 ? brig_fail(&err)
+                                                                                 : 0;
     brig_resources_free(r);
     return rc;
 }

@@ -137,4 +137,3 @@ int brig_wait_forwarding(int sfd, pid_t init, int master, int timeout_ms, bool *
     }
     return status;
 }
-

@@ -41,7 +41,9 @@ static inline void brig_closedirp(DIR **d)
 #define cleanup_dir __attribute__((cleanup(brig_closedirp)))
 
 /* Hands ownership out of a cleanup variable. */
+/* clang-format off */
 #define brig_steal_fd(fd) ({ int _fd = (fd); (fd) = -1; _fd; })
 #define brig_steal_ptr(p) ({ __typeof__(p) _p = (p); (p) = NULL; _p; })
+/* clang-format on */
 
 #endif

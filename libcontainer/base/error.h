@@ -10,8 +10,8 @@
 #include <stdarg.h>
 
 struct brig_error {
-    int errnum;  /* errno of the root cause, 0 when it is not a system error */
-    char *msg;   /* full message, context first */
+    int errnum; /* errno of the root cause, 0 when it is not a system error */
+    char *msg;  /* full message, context first */
 };
 typedef struct brig_error *brig_error_t;
 
@@ -24,8 +24,7 @@ int brig_error_setv(brig_error_t *err, int errnum, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
 
 /* Prefixes "<context>: " to the message already in *err. Returns -1. */
-int brig_error_wrap(brig_error_t *err, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+int brig_error_wrap(brig_error_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Takes ownership of an already-formatted message (used to carry a child's
  * error across the sync socket). Returns -1. */

@@ -50,7 +50,9 @@ int brig_fd_send(int sock, const void *data, size_t len, int fd)
 ssize_t brig_fd_recvmsg(int sock, struct iovec *iov, size_t iovlen, int *fd)
 {
     union fd_control control;
-    struct msghdr m = { .msg_iov = iov, .msg_iovlen = iovlen, .msg_control = control.buf,
+    struct msghdr m = { .msg_iov = iov,
+                        .msg_iovlen = iovlen,
+                        .msg_control = control.buf,
                         .msg_controllen = sizeof control.buf };
     *fd = -1;
     ssize_t r;

@@ -113,9 +113,9 @@ enum walk_goal { GOAL_OPEN, GOAL_DIR, GOAL_FILE };
 #define WALK_CONTINUE (-2)
 
 struct walk {
-    int *dirs;    /* dirs[0] is the caller's root fd (borrowed), the rest owned */
+    int *dirs; /* dirs[0] is the caller's root fd (borrowed), the rest owned */
     size_t n, cap;
-    char *rest;   /* path still to resolve, consumed from pos */
+    char *rest; /* path still to resolve, consumed from pos */
     size_t pos;
     int links;
 };
@@ -284,8 +284,7 @@ static int walk_end_on_dir(struct walk *w, int flags, mode_t mode, enum walk_goa
     return openat(dir, ".", flags | O_CLOEXEC, mode);
 }
 
-static int walk_in_root(int root_fd, const char *path, int flags, mode_t mode,
-                        enum walk_goal goal)
+static int walk_in_root(int root_fd, const char *path, int flags, mode_t mode, enum walk_goal goal)
 {
     __attribute__((cleanup(walk_release))) struct walk w = { 0 };
     w.rest = strdup(path);
@@ -327,8 +326,7 @@ int brig_path_try_open_in_root(int root_fd, const char *path, int flags, mode_t 
     return walk_in_root(root_fd, path, flags, mode, GOAL_OPEN);
 }
 
-int brig_path_open_in_root(int root_fd, const char *path, int flags, mode_t mode,
-                           brig_error_t *err)
+int brig_path_open_in_root(int root_fd, const char *path, int flags, mode_t mode, brig_error_t *err)
 {
     int fd = brig_path_try_open_in_root(root_fd, path, flags, mode);
     if (fd < 0)
@@ -384,15 +382,14 @@ static int make_in_root(int root_fd, const char *path, mode_t mode, enum walk_go
             struct stat st;
             if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
                 close(fd);
-                return brig_error_set(err, EISDIR, "create %s `%s` in the container root",
-                                      what, path);
+                return brig_error_set(err, EISDIR, "create %s `%s` in the container root", what,
+                                      path);
             }
         }
         if (fd >= 0)
             return fd;
         if (errno != ENOENT && errno != ENOSYS)
-            return brig_error_set(err, errno, "create %s `%s` in the container root", what,
-                                  path);
+            return brig_error_set(err, errno, "create %s `%s` in the container root", what, path);
         kernel = errno != ENOSYS;
     }
     int fd = -1;

@@ -64,9 +64,9 @@ void brig_cgroup_needed_by(const struct brig_resources *r, const char *controlle
 /* The container's cgroup, opened. */
 struct brig_cgroup_backend;
 struct brig_cgroup {
-    char *path;      /* absolute, e.g. /sys/fs/cgroup/brig/c1 */
-    int dir_fd;      /* O_DIRECTORY fd of it, -1 when closed */
-    const struct brig_cgroup_backend *backend;  /* the one that made or opened it */
+    char *path;                                /* absolute, e.g. /sys/fs/cgroup/brig/c1 */
+    int dir_fd;                                /* O_DIRECTORY fd of it, -1 when closed */
+    const struct brig_cgroup_backend *backend; /* the one that made or opened it */
 };
 
 /* Creates the cgroup (mkdir -p), enables the needed controllers in every
@@ -85,7 +85,10 @@ int brig_cgroup_open(const char *path, struct brig_cgroup *out, brig_error_t *er
 void brig_cgroup_close(struct brig_cgroup *cg);
 /* A cgroup closed when it goes out of scope (base/cleanup.h); start it as
  * BRIG_CGROUP_INIT so an early return finds nothing to close. */
-#define BRIG_CGROUP_INIT { NULL, -1, NULL }
+#define BRIG_CGROUP_INIT \
+    {                    \
+        NULL, -1, NULL   \
+    }
 #define cleanup_cgroup __attribute__((cleanup(brig_cgroup_close)))
 
 /* linux.resources.devices as a compiled device program (devices_bpf.c), kept

@@ -49,8 +49,7 @@ int brig_cgroup_path_resolve(const char *cgroups_path, const char *id, const cha
             r = asprintf(&joined, "%s/%s", parent, cgroups_path);
         else if (id == NULL || *id == '\0' || strchr(id, '/') || strcmp(id, ".") == 0
                  || strcmp(id, "..") == 0)
-            return brig_error_set(err, 0, "cgroup path: bad container id `%s`",
-                                  id ? id : "");
+            return brig_error_set(err, 0, "cgroup path: bad container id `%s`", id ? id : "");
         else
             r = asprintf(&joined, "%s/brig/%s", parent, id);
     }
@@ -115,8 +114,10 @@ static int plan_limit(struct plan *p, brig_error_t *err, const char *file, const
     if (v == -1)
         return plan_add(p, err, file, "max");
     if (v < 0)
-        return brig_error_set(err, 0, "linux.resources.%s: %" PRId64 " is not a limit (-1 "
-                              "means unlimited)", field, v);
+        return brig_error_set(err, 0,
+                              "linux.resources.%s: %" PRId64 " is not a limit (-1 "
+                              "means unlimited)",
+                              field, v);
     return plan_add(p, err, file, "%" PRId64, v);
 }
 
@@ -129,13 +130,17 @@ static int plan_swap(struct plan *p, const struct brig_memory *m, brig_error_t *
     if (m->swap == -1)
         return plan_add(p, err, "memory.swap.max", "max");
     if (m->swap < 0)
-        return brig_error_set(err, 0, "linux.resources.memory.swap: %" PRId64
-                              " is not a limit (-1 means unlimited)", m->swap);
+        return brig_error_set(err, 0,
+                              "linux.resources.memory.swap: %" PRId64
+                              " is not a limit (-1 means unlimited)",
+                              m->swap);
     if (!m->has_limit || m->limit == 0 || m->limit == -1)
-        return brig_error_set(err, 0, "linux.resources.memory.swap: needs a memory limit "
+        return brig_error_set(err, 0,
+                              "linux.resources.memory.swap: needs a memory limit "
                               "(swap is memory+swap in the OCI spec)");
     if (m->swap < m->limit)
-        return brig_error_set(err, 0, "linux.resources.memory.swap: %" PRId64 " is below "
+        return brig_error_set(err, 0,
+                              "linux.resources.memory.swap: %" PRId64 " is below "
                               "the memory limit %" PRId64 " (swap is memory+swap)",
                               m->swap, m->limit);
     return plan_add(p, err, "memory.swap.max", "%" PRId64, m->swap - m->limit);
@@ -181,7 +186,8 @@ static int plan_cpu(struct plan *p, const struct brig_cpu *c, brig_error_t *err)
 {
     if ((c->has_realtime_runtime && c->realtime_runtime != 0)
         || (c->has_realtime_period && c->realtime_period != 0))
-        return brig_error_set(err, 0, "linux.resources.cpu.realtimeRuntime/realtimePeriod: "
+        return brig_error_set(err, 0,
+                              "linux.resources.cpu.realtimeRuntime/realtimePeriod: "
                               "not supported by cgroup v2");
     if (c->has_shares && c->shares != 0
         && plan_add(p, err, "cpu.weight", "%" PRIu64, shares_to_weight(c->shares)) < 0)
@@ -210,8 +216,8 @@ static int plan_cpuset(struct plan *p, const struct brig_cpu *c, brig_error_t *e
 static int blkio_weight(uint16_t w, const char *field, uint64_t *out, brig_error_t *err)
 {
     if (w < 10 || w > 1000)
-        return brig_error_set(err, 0, "linux.resources.blockIO.%s: %u is outside 10-1000",
-                              field, (unsigned) w);
+        return brig_error_set(err, 0, "linux.resources.blockIO.%s: %u is outside 10-1000", field,
+                              (unsigned) w);
     *out = 1 + ((uint64_t) w - 10) * 9999 / 990;
     return 0;
 }
@@ -219,8 +225,8 @@ static int blkio_weight(uint16_t w, const char *field, uint64_t *out, brig_error
 static int check_dev(int64_t major, int64_t minor, const char *field, brig_error_t *err)
 {
     if (major < 0 || minor < 0 || major > UINT32_MAX || minor > UINT32_MAX)
-        return brig_error_set(err, 0, "linux.resources.blockIO.%s: bad device %" PRId64
-                              ":%" PRId64, field, major, minor);
+        return brig_error_set(err, 0, "linux.resources.blockIO.%s: bad device %" PRId64 ":%" PRId64,
+                              field, major, minor);
     return 0;
 }
 
@@ -256,8 +262,9 @@ static int plan_io(struct plan *p, const struct brig_block_io *b, brig_error_t *
             continue;
         if (check_dev(d->major, d->minor, "weightDevice", err) < 0
             || blkio_weight(d->weight, "weightDevice.weight", &w, err) < 0
-            || plan_add(p, err, "io.weight", "%" PRId64 ":%" PRId64 " %" PRIu64, d->major,
-                        d->minor, w) < 0)
+            || plan_add(p, err, "io.weight", "%" PRId64 ":%" PRId64 " %" PRIu64, d->major, d->minor,
+                        w)
+                   < 0)
             return -1;
     }
     if (plan_throttle(p, &b->throttle_read_bps, "rbps", "throttleReadBpsDevice", err) < 0
@@ -275,8 +282,10 @@ static int plan_hugetlb(struct plan *p, const struct brig_resources *r, brig_err
         const char *s = h->page_size ? h->page_size : "";
         /* The size becomes part of a file name: "2MB", "1GB", "64KB". */
         if (*s == '\0' || s[strspn(s, "0123456789KMGTkmgtB")] != '\0')
-            return brig_error_set(err, 0, "linux.resources.hugepageLimits: bad pageSize "
-                                  "`%s`", s);
+            return brig_error_set(err, 0,
+                                  "linux.resources.hugepageLimits: bad pageSize "
+                                  "`%s`",
+                                  s);
         cleanup_free char *file = NULL;
         if (asprintf(&file, "hugetlb.%s.max", s) < 0)
             return brig_error_set(err, ENOMEM, "cgroup plan");
@@ -308,7 +317,10 @@ static int plan_rdma(struct plan *p, const struct brig_resources *r, brig_error_
 /* Core files a config may set through `unified`; the others move, kill or
  * freeze processes or change the tree's shape, which is the runtime's job. */
 static const char *const unified_core_allowed[] = {
-    "cgroup.max.depth", "cgroup.max.descendants", "cgroup.pressure", NULL,
+    "cgroup.max.depth",
+    "cgroup.max.descendants",
+    "cgroup.pressure",
+    NULL,
 };
 
 static bool unified_key_ok(const char *key)
@@ -331,8 +343,10 @@ static int plan_unified(struct plan *p, const struct brig_kv_list *u, brig_error
     for (size_t i = 0; i < u->n; i++) {
         const char *key = u->items[i].key ? u->items[i].key : "";
         if (!unified_key_ok(key))
-            return brig_error_set(err, 0, "linux.resources.unified: key `%s` is not a "
-                                  "controller file of this cgroup", key);
+            return brig_error_set(err, 0,
+                                  "linux.resources.unified: key `%s` is not a "
+                                  "controller file of this cgroup",
+                                  key);
         if (plan_add(p, err, key, "%s", u->items[i].value ? u->items[i].value : "") < 0)
             return -1;
     }
@@ -435,11 +449,17 @@ void brig_cgroup_needed_by(const struct brig_resources *r, const char *controlle
     static const struct {
         const char *controller, *field;
     } fields[] = {
-        { "cpuset", "cpu" }, { "cpu", "cpu" }, { "io", "blockIO" }, { "memory", "memory" },
-        { "hugetlb", "hugepageLimits" }, { "pids", "pids" }, { "rdma", "rdma" },
+        { "cpuset", "cpu" },
+        { "cpu", "cpu" },
+        { "io", "blockIO" },
+        { "memory", "memory" },
+        { "hugetlb", "hugepageLimits" },
+        { "pids", "pids" },
+        { "rdma", "rdma" },
     };
-    bool present[] = { r->cpu != NULL, r->cpu != NULL, r->block_io != NULL, r->memory != NULL,
-                       r->n_hugepage_limits > 0, r->has_pids_limit, r->n_rdma > 0 };
+    bool present[] = { r->cpu != NULL,    r->cpu != NULL,           r->block_io != NULL,
+                       r->memory != NULL, r->n_hugepage_limits > 0, r->has_pids_limit,
+                       r->n_rdma > 0 };
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
         if (strcmp(fields[i].controller, controller) == 0 && present[i]) {
             snprintf(buf, size, "linux.resources.%s", fields[i].field);

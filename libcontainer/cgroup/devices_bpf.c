@@ -49,18 +49,18 @@ static struct bpf_insn insn(uint8_t code, uint8_t dst, uint8_t src, int16_t off,
 /* A rule in the form the compiler uses: -1 is a wildcard. */
 struct rule {
     bool allow;
-    int type;        /* BPF_DEVCG_DEV_CHAR, BPF_DEVCG_DEV_BLOCK, or 0 for both */
+    int type; /* BPF_DEVCG_DEV_CHAR, BPF_DEVCG_DEV_BLOCK, or 0 for both */
     int64_t major, minor;
-    int access;      /* BPF_DEVCG_ACC_* bits */
+    int access; /* BPF_DEVCG_ACC_* bits */
 };
 
 /* What every container gets: null, zero, full, random, urandom, tty, ptmx
  * and the pts devices. */
 static const struct rule default_rules[] = {
-    { true, BPF_DEVCG_DEV_CHAR, 1, 3, ACC_ALL },   { true, BPF_DEVCG_DEV_CHAR, 1, 5, ACC_ALL },
-    { true, BPF_DEVCG_DEV_CHAR, 1, 7, ACC_ALL },   { true, BPF_DEVCG_DEV_CHAR, 1, 8, ACC_ALL },
-    { true, BPF_DEVCG_DEV_CHAR, 1, 9, ACC_ALL },   { true, BPF_DEVCG_DEV_CHAR, 5, 0, ACC_ALL },
-    { true, BPF_DEVCG_DEV_CHAR, 5, 2, ACC_ALL },   { true, BPF_DEVCG_DEV_CHAR, 136, -1, ACC_ALL },
+    { true, BPF_DEVCG_DEV_CHAR, 1, 3, ACC_ALL }, { true, BPF_DEVCG_DEV_CHAR, 1, 5, ACC_ALL },
+    { true, BPF_DEVCG_DEV_CHAR, 1, 7, ACC_ALL }, { true, BPF_DEVCG_DEV_CHAR, 1, 8, ACC_ALL },
+    { true, BPF_DEVCG_DEV_CHAR, 1, 9, ACC_ALL }, { true, BPF_DEVCG_DEV_CHAR, 5, 0, ACC_ALL },
+    { true, BPF_DEVCG_DEV_CHAR, 5, 2, ACC_ALL }, { true, BPF_DEVCG_DEV_CHAR, 136, -1, ACC_ALL },
 };
 #define N_DEFAULT_RULES (sizeof default_rules / sizeof default_rules[0])
 
@@ -93,17 +93,21 @@ static int convert_rule(const struct brig_device_rule *in, size_t i, struct rule
     else if (strcmp(t, "b") == 0)
         out->type = BPF_DEVCG_DEV_BLOCK;
     else
-        return brig_error_set(err, 0, "linux.resources.devices[%zu]: type `%s` is not a, c or b",
-                              i, t);
+        return brig_error_set(err, 0, "linux.resources.devices[%zu]: type `%s` is not a, c or b", i,
+                              t);
     out->major = in->has_major ? in->major : -1;
     out->minor = in->has_minor ? in->minor : -1;
     /* Compared as 32-bit immediates; real majors and minors are far below. */
     if (out->major < -1 || out->major > INT32_MAX || out->minor < -1 || out->minor > INT32_MAX)
-        return brig_error_set(err, 0, "linux.resources.devices[%zu]: bad device number %" PRId64
-                              ":%" PRId64, i, out->major, out->minor);
+        return brig_error_set(err, 0,
+                              "linux.resources.devices[%zu]: bad device number %" PRId64
+                              ":%" PRId64,
+                              i, out->major, out->minor);
     if (access_bits(in->access, &out->access) < 0)
-        return brig_error_set(err, 0, "linux.resources.devices[%zu]: access `%s` is not a "
-                              "combination of r, w and m", i, in->access);
+        return brig_error_set(err, 0,
+                              "linux.resources.devices[%zu]: access `%s` is not a "
+                              "combination of r, w and m",
+                              i, in->access);
     out->allow = in->allow;
     return 0;
 }
@@ -188,8 +192,8 @@ static int emit_rule(struct prog *p, const struct rule *r, bool *unconditional)
 static bool same_but_minor(const struct rule *a, const struct rule *b)
 {
     return a->allow == b->allow && a->type == b->type && a->major == b->major
-           && a->access == b->access && a->major >= 0 && a->minor >= 0
-           && a->minor < GROUP_MINORS && b->minor >= 0 && b->minor < GROUP_MINORS;
+           && a->access == b->access && a->major >= 0 && a->minor >= 0 && a->minor < GROUP_MINORS
+           && b->minor >= 0 && b->minor < GROUP_MINORS;
 }
 
 /* One block for the rules that differ only in their minor:
@@ -308,11 +312,21 @@ int brig_ebpf_devices_eval(const struct bpf_insn *insns, size_t len, char type, 
             memcpy(&word, (const char *) &ctx + i->off, 4);
             reg[i->dst_reg] = word;
             break;
-        case BPF_ALU64 | BPF_AND | BPF_K: reg[i->dst_reg] &= imm; break;
-        case BPF_ALU64 | BPF_RSH | BPF_K: reg[i->dst_reg] >>= (imm & 63); break;
-        case BPF_ALU64 | BPF_RSH | BPF_X: reg[i->dst_reg] >>= (reg[i->src_reg] & 63); break;
-        case BPF_ALU64 | BPF_MOV | BPF_K: reg[i->dst_reg] = imm; break;
-        case BPF_ALU64 | BPF_MOV | BPF_X: reg[i->dst_reg] = reg[i->src_reg]; break;
+        case BPF_ALU64 | BPF_AND | BPF_K:
+            reg[i->dst_reg] &= imm;
+            break;
+        case BPF_ALU64 | BPF_RSH | BPF_K:
+            reg[i->dst_reg] >>= (imm & 63);
+            break;
+        case BPF_ALU64 | BPF_RSH | BPF_X:
+            reg[i->dst_reg] >>= (reg[i->src_reg] & 63);
+            break;
+        case BPF_ALU64 | BPF_MOV | BPF_K:
+            reg[i->dst_reg] = imm;
+            break;
+        case BPF_ALU64 | BPF_MOV | BPF_X:
+            reg[i->dst_reg] = reg[i->src_reg];
+            break;
         case BPF_JMP | BPF_JEQ | BPF_K:
             if (reg[i->dst_reg] == imm)
                 pc += (size_t) i->off;
@@ -325,8 +339,10 @@ int brig_ebpf_devices_eval(const struct bpf_insn *insns, size_t len, char type, 
             if (reg[i->dst_reg] > imm)
                 pc += (size_t) i->off;
             break;
-        case BPF_JMP | BPF_EXIT: return (int) reg[R0];
-        default: return -1;
+        case BPF_JMP | BPF_EXIT:
+            return (int) reg[R0];
+        default:
+            return -1;
         }
     }
     return -1;

@@ -24,7 +24,7 @@
 #include "base/path.h"
 #include "base/utils.h"
 
-#define WAIT_MS 2000       /* for dying processes, before rmdir */
+#define WAIT_MS 2000 /* for dying processes, before rmdir */
 #define FREEZE_WAIT_MS 5000
 
 static bool is_cgroup2(const char *path)
@@ -44,7 +44,8 @@ const char *brig_cgroup_root(brig_error_t *err)
     /* Hybrid hosts: v1 controllers on /sys/fs/cgroup, v2 beside them. */
     if (is_cgroup2("/sys/fs/cgroup/unified"))
         return found = "/sys/fs/cgroup/unified";
-    brig_error_set(err, ENOENT, "no cgroup v2 hierarchy at /sys/fs/cgroup or "
+    brig_error_set(err, ENOENT,
+                   "no cgroup v2 hierarchy at /sys/fs/cgroup or "
                    "/sys/fs/cgroup/unified");
     return NULL;
 }
@@ -209,8 +210,10 @@ static int enable_in(const char *dir, const char *const *needed, const struct br
         if (!has_word(controllers, needed[i])) {
             char by[256];
             brig_cgroup_needed_by(r, needed[i], by, sizeof by);
-            return brig_error_set(err, 0, "cgroup `%s`: controller `%s` is not available "
-                                  "(needed by %s)", dir, needed[i], by);
+            return brig_error_set(err, 0,
+                                  "cgroup `%s`: controller `%s` is not available "
+                                  "(needed by %s)",
+                                  dir, needed[i], by);
         }
         if (!has_word(subtree, needed[i]))
             snprintf(line + strlen(line), sizeof line - strlen(line), "%s+%s", *line ? " " : "",
@@ -222,10 +225,12 @@ static int enable_in(const char *dir, const char *const *needed, const struct br
     if (fd >= 0 && brig_write_all(fd, line, strlen(line)) == 0)
         return 0;
     if (errno == EBUSY)
-        return brig_error_set(err, EBUSY, "cgroup `%s`: enable `%s` for its children: it has "
+        return brig_error_set(err, EBUSY,
+                              "cgroup `%s`: enable `%s` for its children: it has "
                               "processes of its own, and cgroup v2 only lets a cgroup without "
                               "processes (or the root) delegate controllers; use a cgroupsPath "
-                              "elsewhere or move those processes to a leaf cgroup", dir, line);
+                              "elsewhere or move those processes to a leaf cgroup",
+                              dir, line);
     return brig_error_set(err, errno, "cgroup `%s`: write `cgroup.subtree_control` = `%s`", dir,
                           line);
 }
@@ -236,8 +241,7 @@ static int enable_in(const char *dir, const char *const *needed, const struct br
  * (enable_in); otherwise (update, or a cgroup that was there) every level
  * is locked and checked. */
 static int enable_controllers(const char *root, const char *relative, const char *const *needed,
-                              const struct brig_resources *r, bool leaf_is_new,
-                              brig_error_t *err)
+                              const struct brig_resources *r, bool leaf_is_new, brig_error_t *err)
 {
     if (needed[0] == NULL)
         return 0;
@@ -269,7 +273,7 @@ int brig_cgroup_devices_compile(const struct brig_resources *r, struct brig_devi
 }
 
 static int v2_devices_attach(const struct brig_cgroup *cg, const struct brig_devices_program *p,
-                               brig_error_t *err)
+                             brig_error_t *err)
 {
     if (brig_ebpf_devices_attach(cg->dir_fd, p->insns, p->len, err) < 0)
         return brig_error_wrap(err, "cgroup `%s`: device rules", cg->path);
@@ -296,8 +300,8 @@ static const char *relative_of(const char *root, const char *path)
     return path + len + 1;
 }
 
-static int apply_plan(const struct brig_cgroup *cg, const struct brig_resources *r,
-                      bool enabled, brig_error_t *err)
+static int apply_plan(const struct brig_cgroup *cg, const struct brig_resources *r, bool enabled,
+                      brig_error_t *err)
 {
     const char *root = brig_cgroup_root(err);
     if (root == NULL)
@@ -320,8 +324,7 @@ static int apply_plan(const struct brig_cgroup *cg, const struct brig_resources 
 
 /* `update` may leave devices out: then the program attached at create
  * stays as it is. */
-static int v2_apply(const struct brig_cgroup *cg, const struct brig_resources *r,
-                      brig_error_t *err)
+static int v2_apply(const struct brig_cgroup *cg, const struct brig_resources *r, brig_error_t *err)
 {
     if (apply_plan(cg, r, false, err) < 0)
         return -1;
@@ -362,10 +365,9 @@ static int check_relative(const char *relative, brig_error_t *err)
     cleanup_free char *clean = relative ? brig_path_clean(relative) : NULL;
     if (relative && clean == NULL)
         return brig_error_set(err, ENOMEM, "cgroup");
-    if (clean == NULL || *relative == '/' || strcmp(clean, relative) != 0
-        || strcmp(clean, ".") == 0 || strncmp(clean, "../", 3) == 0 || strcmp(clean, "..") == 0)
-        return brig_error_set(err, 0, "cgroup: bad relative path `%s`",
-                              relative ? relative : "");
+    if (clean == NULL || *relative == '/' || strcmp(clean, relative) != 0 || strcmp(clean, ".") == 0
+        || strncmp(clean, "../", 3) == 0 || strcmp(clean, "..") == 0)
+        return brig_error_set(err, 0, "cgroup: bad relative path `%s`", relative ? relative : "");
     return 0;
 }
 
@@ -417,14 +419,14 @@ static int create_cgroup(const char *relative, const struct brig_resources *r, b
     return 0;
 }
 
-static int v2_create(const char *relative, const struct brig_resources *r,
-                       struct brig_cgroup *out, brig_error_t *err)
+static int v2_create(const char *relative, const struct brig_resources *r, struct brig_cgroup *out,
+                     brig_error_t *err)
 {
     return create_cgroup(relative, r, true, out, err);
 }
 
 static int v2_create_without_devices(const char *relative, const struct brig_resources *r,
-                                       struct brig_cgroup *out, brig_error_t *err)
+                                     struct brig_cgroup *out, brig_error_t *err)
 {
     return create_cgroup(relative, r, false, out, err);
 }
@@ -460,8 +462,10 @@ static int v2_freeze(const struct brig_cgroup *cg, bool frozen, brig_error_t *er
 {
     if (write_at(cg->dir_fd, "cgroup.freeze", frozen ? "1" : "0", err) < 0) {
         if ((*err)->errnum == ENOENT)
-            return brig_error_set(err, ENOENT, "cgroup `%s`: no cgroup.freeze (freezing needs "
-                                  "Linux 5.2 or later)", cg->path);
+            return brig_error_set(err, ENOENT,
+                                  "cgroup `%s`: no cgroup.freeze (freezing needs "
+                                  "Linux 5.2 or later)",
+                                  cg->path);
         return brig_error_wrap(err, "cgroup `%s`", cg->path);
     }
     /* The write only starts freezing; processes in the middle of a system
@@ -474,9 +478,10 @@ static int v2_freeze(const struct brig_cgroup *cg, bool frozen, brig_error_t *er
                 write_at(cg->dir_fd, "cgroup.freeze", "0", &ignored);
                 brig_error_release(&ignored);
             }
-            return brig_error_set(err, ETIMEDOUT, "cgroup `%s`: processes did not %s within "
-                                  "%d s", cg->path, frozen ? "freeze" : "thaw",
-                                  FREEZE_WAIT_MS / 1000);
+            return brig_error_set(err, ETIMEDOUT,
+                                  "cgroup `%s`: processes did not %s within "
+                                  "%d s",
+                                  cg->path, frozen ? "freeze" : "thaw", FREEZE_WAIT_MS / 1000);
         }
         sleep_ms(10);
     }
@@ -655,8 +660,8 @@ static int v2_destroy(const char *path, brig_error_t *err)
     long long deadline = now_ms() + WAIT_MS;
     while (events_value(dfd, "populated") == 1) {
         if (now_ms() > deadline)
-            return brig_error_set(err, EBUSY, "cgroup `%s`: still has processes after %d s",
-                                  path, WAIT_MS / 1000);
+            return brig_error_set(err, EBUSY, "cgroup `%s`: still has processes after %d s", path,
+                                  WAIT_MS / 1000);
         sleep_ms(10);
     }
     /* Most containers make no child cgroups: one rmdir, and the listing

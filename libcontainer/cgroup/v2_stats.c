@@ -53,8 +53,10 @@ static void parse_flat(const char *text, const struct flat_key *keys)
 static void parse_io_stat(const char *text, struct brig_cgroup_stats *s)
 {
     const struct flat_key keys[] = {
-        { "rbytes", &s->io_rbytes }, { "wbytes", &s->io_wbytes },
-        { "rios", &s->io_rios },     { "wios", &s->io_wios },
+        { "rbytes", &s->io_rbytes },
+        { "wbytes", &s->io_wbytes },
+        { "rios", &s->io_rios },
+        { "wios", &s->io_wios },
     };
     for (const char *p = text; *p;) {
         size_t len = strcspn(p, " \n");
@@ -91,17 +93,22 @@ int brig_cgroup_stats_parse(const char *file, const char *text, struct brig_cgro
     }
     if (strcmp(file, "memory.events") == 0) {
         const struct flat_key keys[] = {
-            { "oom", &s->memory_events_oom }, { "oom_kill", &s->memory_events_oom_kill },
-            { "max", &s->memory_events_max }, { NULL, NULL },
+            { "oom", &s->memory_events_oom },
+            { "oom_kill", &s->memory_events_oom_kill },
+            { "max", &s->memory_events_max },
+            { NULL, NULL },
         };
         parse_flat(text, keys);
         return 0;
     }
     if (strcmp(file, "cpu.stat") == 0) {
         const struct flat_key keys[] = {
-            { "usage_usec", &s->cpu_usage_usec }, { "user_usec", &s->cpu_user_usec },
-            { "system_usec", &s->cpu_system_usec }, { "nr_periods", &s->cpu_nr_periods },
-            { "nr_throttled", &s->cpu_nr_throttled }, { "throttled_usec", &s->cpu_throttled_usec },
+            { "usage_usec", &s->cpu_usage_usec },
+            { "user_usec", &s->cpu_user_usec },
+            { "system_usec", &s->cpu_system_usec },
+            { "nr_periods", &s->cpu_nr_periods },
+            { "nr_throttled", &s->cpu_nr_throttled },
+            { "throttled_usec", &s->cpu_throttled_usec },
             { NULL, NULL },
         };
         parse_flat(text, keys);
@@ -118,8 +125,16 @@ int brig_cgroup_v2_stats(const struct brig_cgroup *cg, struct brig_cgroup_stats 
                          brig_error_t *err)
 {
     static const char *const files[] = {
-        "memory.current", "memory.max", "memory.swap.current", "memory.swap.max",
-        "memory.events", "pids.current", "pids.max", "cpu.stat", "io.stat", NULL,
+        "memory.current",
+        "memory.max",
+        "memory.swap.current",
+        "memory.swap.max",
+        "memory.events",
+        "pids.current",
+        "pids.max",
+        "cpu.stat",
+        "io.stat",
+        NULL,
     };
     memset(out, 0, sizeof *out);
     for (size_t i = 0; files[i]; i++) {

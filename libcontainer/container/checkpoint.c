@@ -30,12 +30,11 @@ int brig_cg_mode_parse(const char *name, enum brig_cg_mode *out, brig_error_t *e
     static const char *const names[] = { "soft", "full", "strict", "ignore" };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         if (strcmp(name, names[i]) == 0) {
-            *out = (enum brig_cg_mode) (BRIG_CG_MODE_SOFT + i);
+            *out = (enum brig_cg_mode)(BRIG_CG_MODE_SOFT + i);
             return 0;
         }
     }
-    return brig_error_set(err, 0, "unknown cgroup mode `%s` (soft, full, strict or ignore)",
-                          name);
+    return brig_error_set(err, 0, "unknown cgroup mode `%s` (soft, full, strict or ignore)", name);
 }
 
 static enum criu_cg_mode criu_cg_mode(enum brig_cg_mode m)
@@ -109,7 +108,7 @@ static int open_dir(const char *path, bool create, const char *what, brig_error_
 int brig_criu_begin(struct brig_criu *c, const struct brig_criu_options *o, bool create_images,
                     const char *log_name, brig_error_t *err)
 {
-    *c = (struct brig_criu) { .image_fd = -1, .work_fd = -1, .log_name = log_name };
+    *c = (struct brig_criu){ .image_fd = -1, .work_fd = -1, .log_name = log_name };
     if (o->image_path == NULL || *o->image_path == '\0')
         return brig_error_set(err, 0, "the image path is empty");
     if ((c->image_fd = open_dir(o->image_path, create_images, "image path", err)) < 0)
@@ -119,7 +118,8 @@ int brig_criu_begin(struct brig_criu *c, const struct brig_criu_options *o, bool
         return -1;
     cleanup_free char *criu = find_criu();
     if (criu == NULL)
-        return brig_error_set(err, ENOENT, "criu: not found in PATH nor /usr/sbin (install the Debian package criu)");
+        return brig_error_set(
+            err, ENOENT, "criu: not found in PATH nor /usr/sbin (install the Debian package criu)");
     if (criu_local_init_opts(&c->opts) < 0 || c->opts == NULL)
         return brig_error_set(err, ENOMEM, "libcriu: init options");
     if (criu_local_set_service_binary(c->opts, criu) < 0
@@ -174,7 +174,8 @@ int brig_criu_add_bind_mounts(struct brig_criu *c, const struct brig_spec *spec,
         if (!spec_mount_is_bind(m) || m->source == NULL)
             continue;
         cleanup_free char *source = NULL;
-        if (sources_from && m->source[0] != '/' && asprintf(&source, "%s/%s", sources_from, m->source) < 0)
+        if (sources_from && m->source[0] != '/'
+            && asprintf(&source, "%s/%s", sources_from, m->source) < 0)
             return brig_error_set(err, ENOMEM, "external mount `%s`", m->destination);
         const char *value = sources_from ? (source ? source : m->source) : m->destination;
         if (criu_local_add_ext_mount(c->opts, m->destination, value) < 0)
@@ -331,7 +332,8 @@ static int add_external_netns(struct brig_criu *c, const struct brig_spec *spec,
 static int check_parent(int image_fd, const char *parent, brig_error_t *err)
 {
     if (parent[0] == '/')
-        return brig_error_set(err, 0, "parent images `%s`: must be relative to the image path", parent);
+        return brig_error_set(err, 0, "parent images `%s`: must be relative to the image path",
+                              parent);
     struct stat st;
     if (fstatat(image_fd, parent, &st, 0) < 0)
         return brig_error_set(err, errno, "parent images `%s`", parent);
@@ -339,7 +341,6 @@ static int check_parent(int image_fd, const char *parent, brig_error_t *err)
         return brig_error_set(err, ENOTDIR, "parent images `%s`", parent);
     return 0;
 }
-
 
 /* A handler's container: its name and its state go with the images, so
  * that restore makes the same kind of container again. */
@@ -419,11 +420,13 @@ int brig_container_checkpoint(const struct brig_checkpoint_options *o, brig_erro
     if (r == 0 && brig_container_load_spec(dir_fd, &spec, err) < 0)
         r = -1;
     if (r == 0 && spec == NULL)
-        r = brig_error_set(err, 0, "container `%s`: no saved config.json to checkpoint with", o->id);
+        r = brig_error_set(err, 0, "container `%s`: no saved config.json to checkpoint with",
+                           o->id);
     /* The terminal's master lives outside the container (a console socket's
      * receiver): a restored init could not get it back. */
     if (r == 0 && spec->process && spec->process->terminal)
-        r = brig_error_set(err, 0, "container `%s` has a terminal (process.terminal): not supported",
+        r = brig_error_set(err, 0,
+                           "container `%s` has a terminal (process.terminal): not supported",
                            o->id);
     if (r == 0)
         r = dump(o, dir_fd, st, spec, err);

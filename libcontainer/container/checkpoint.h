@@ -32,8 +32,8 @@ int brig_cg_mode_parse(const char *name, enum brig_cg_mode *out, brig_error_t *e
 
 /* What checkpoint and restore share. */
 struct brig_criu_options {
-    const char *image_path;     /* required */
-    const char *work_path;      /* logs and criu's scratch; NULL: image_path */
+    const char *image_path; /* required */
+    const char *work_path;  /* logs and criu's scratch; NULL: image_path */
     bool tcp_established;
     bool ext_unix_sk;
     bool shell_job;
@@ -46,9 +46,9 @@ struct brig_checkpoint_options {
     const char *root;
     const char *id;
     struct brig_criu_options criu;
-    const char *parent_path;    /* a previous pre-dump, relative to image_path */
+    const char *parent_path; /* a previous pre-dump, relative to image_path */
     bool leave_running;
-    bool pre_dump;              /* dump memory only, the container keeps running */
+    bool pre_dump; /* dump memory only, the container keeps running */
 };
 
 /* Dumps the container into image_path. Unless leave_running or pre_dump,
@@ -57,10 +57,10 @@ int brig_container_checkpoint(const struct brig_checkpoint_options *o, brig_erro
 
 struct brig_restore_options {
     const char *root;
-    const char *id;             /* may differ from the checkpointed one */
-    const char *bundle;         /* NULL: the current directory */
+    const char *id;     /* may differ from the checkpointed one */
+    const char *bundle; /* NULL: the current directory */
     const char *pid_file;
-    bool no_cgroup;             /* --cgroup-manager=disabled */
+    bool no_cgroup; /* --cgroup-manager=disabled */
     struct brig_criu_options criu;
 };
 
@@ -81,7 +81,7 @@ struct brig_criu {
     struct criu_opts *opts;
     int image_fd;
     int work_fd;
-    const char *work_path;      /* for messages */
+    const char *work_path; /* for messages */
     const char *log_name;
 };
 int brig_criu_begin(struct brig_criu *c, const struct brig_criu_options *o, bool create_images,

@@ -173,7 +173,8 @@ static int release_init(int dir_fd, const struct brig_state *st, brig_error_t *e
     if (fifo < 0)
         return brig_error_set(err, errno, "open exec fifo");
     for (;;) {
-        struct pollfd p[2] = { { .fd = fifo, .events = POLLIN }, { .fd = pidfd, .events = POLLIN } };
+        struct pollfd p[2] = { { .fd = fifo, .events = POLLIN },
+                               { .fd = pidfd, .events = POLLIN } };
         if (poll(p, 2, -1) < 0) {
             if (errno == EINTR)
                 continue;
@@ -423,7 +424,7 @@ int brig_container_list(const char *root, struct brig_container_entry **out, siz
             }
             *out = bigger;
         }
-        (*out)[(*n)++] = (struct brig_container_entry) { st, status };
+        (*out)[(*n)++] = (struct brig_container_entry){ st, status };
     }
     if (*n > 1)
         qsort(*out, *n, sizeof **out, compare_entries);

@@ -16,7 +16,7 @@ struct brig_handler;
  * caller may rewrite the spec before create: a transform of the spec is
  * how a layer above the library makes a special kind of container. */
 struct brig_bundle {
-    char *config_path;       /* "<bundle>/config.json", for messages */
+    char *config_path; /* "<bundle>/config.json", for messages */
     struct brig_spec *spec;
     char *text;
     size_t len;
@@ -26,20 +26,20 @@ int brig_bundle_load(const char *dir, struct brig_bundle *b, brig_error_t *err);
 void brig_bundle_clear(struct brig_bundle *b);
 
 struct brig_create_options {
-    const char *root;            /* state root, e.g. /run/brig */
+    const char *root; /* state root, e.g. /run/brig */
     const char *id;
-    const char *bundle;          /* NULL: the current directory (a relative root.path) */
-    struct brig_bundle *config;  /* its config, loaded (and maybe rewritten) by the caller */
-    const char *pid_file;        /* NULL: none */
+    const char *bundle;         /* NULL: the current directory (a relative root.path) */
+    struct brig_bundle *config; /* its config, loaded (and maybe rewritten) by the caller */
+    const char *pid_file;       /* NULL: none */
     bool no_pivot;
     bool no_new_keyring;
     int preserve_fds;
-    int listen_fds;              /* socket activation: fds 3.. before the preserved ones */
-    bool terminal;               /* a terminal whatever process.terminal says (run -t) */
-    bool no_cgroup;              /* the caller manages cgroups */
-    const char *console_socket;  /* receives the pty master with process.terminal */
-    int *pty_master;             /* or: the caller takes the master (run relays it) */
-    const int *stdio;            /* the init's fds 0, 1, 2; NULL: the caller's own */
+    int listen_fds;             /* socket activation: fds 3.. before the preserved ones */
+    bool terminal;              /* a terminal whatever process.terminal says (run -t) */
+    bool no_cgroup;             /* the caller manages cgroups */
+    const char *console_socket; /* receives the pty master with process.terminal */
+    int *pty_master;            /* or: the caller takes the master (run relays it) */
+    const int *stdio;           /* the init's fds 0, 1, 2; NULL: the caller's own */
     /* A handler (container/handler.h) and what its setup hook takes. */
     const struct brig_handler *handler;
     const void *handler_data;
@@ -59,8 +59,7 @@ int brig_container_create_started(const struct brig_create_options *opts, pid_t 
 int brig_container_start(const char *root, const char *id, brig_error_t *warning,
                          brig_error_t *err);
 
-int brig_container_kill(const char *root, const char *id, int signal, bool all,
-                        brig_error_t *err);
+int brig_container_kill(const char *root, const char *id, int signal, bool all, brig_error_t *err);
 
 /* Removes every trace. With `force`, a running container is killed first;
  * a missing container is then not an error. Without it, a running or
@@ -87,12 +86,12 @@ struct brig_opened_container {
 struct brig_exec_options {
     const char *root;
     const char *id;
-    const struct brig_process *process;  /* complete: the caller merges flags and spec */
-    const char *console_socket;          /* with process.terminal: gets the master */
-    int *pty_master;                     /* or the caller takes it (exec relays it) */
-    const int *stdio;                    /* the process's fds 0, 1, 2; NULL: the caller's own */
+    const struct brig_process *process; /* complete: the caller merges flags and spec */
+    const char *console_socket;         /* with process.terminal: gets the master */
+    int *pty_master;                    /* or the caller takes it (exec relays it) */
+    const int *stdio;                   /* the process's fds 0, 1, 2; NULL: the caller's own */
     int preserve_fds;
-    const char *cgroup;                  /* --cgroup: a sub-cgroup of the container's */
+    const char *cgroup; /* --cgroup: a sub-cgroup of the container's */
     bool ignore_paused;
     /* The container's saved spec when the caller has read it already (for
      * the process defaults); NULL: read here. Saves parsing it twice. */

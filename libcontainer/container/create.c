@@ -70,7 +70,6 @@ static int hand_to_listener(void *opaque, pid_t init_pid, int notify_fd, brig_er
                                          init_pid, json, err);
 }
 
-
 /* What the library checks of a bundle before anything exists. */
 static int validate(const struct brig_create_options *o, const struct brig_bundle *b,
                     brig_error_t *err)
@@ -104,8 +103,8 @@ static int hand_over_master(const struct brig_create_options *o, int master, bri
  * the exec fifo. */
 static int spawn_init(const struct brig_create_options *o, struct provision *p,
                       struct create_ctx *ctx, const struct brig_rootfs_plan *rootfs_plan,
-                      struct brig_seccomp_filter *filter, int fifo,
-                      pid_t *init_pid, brig_error_t *err)
+                      struct brig_seccomp_filter *filter, int fifo, pid_t *init_pid,
+                      brig_error_t *err)
 {
     struct brig_init_config ic = {
         .spec = ctx->spec,
@@ -135,8 +134,8 @@ static int spawn_init(const struct brig_create_options *o, struct provision *p,
     return 0;
 }
 
-static int create_in_dir(const struct brig_create_options *o, struct provision *p,
-                         pid_t *init_pid, brig_error_t *err)
+static int create_in_dir(const struct brig_create_options *o, struct provision *p, pid_t *init_pid,
+                         brig_error_t *err)
 {
     const struct brig_bundle *b = o->config;
     struct create_ctx ctx = { NULL, b->spec, &p->cgroup, { NULL, 0 } };

@@ -33,8 +33,8 @@
 #include "base/utils.h"
 
 static const char *const ns_proc_names[BRIG_NS_COUNT] = {
-    [BRIG_NS_PID] = "pid",   [BRIG_NS_NETWORK] = "net", [BRIG_NS_MOUNT] = "mnt",
-    [BRIG_NS_IPC] = "ipc",   [BRIG_NS_UTS] = "uts",     [BRIG_NS_USER] = "user",
+    [BRIG_NS_PID] = "pid",       [BRIG_NS_NETWORK] = "net", [BRIG_NS_MOUNT] = "mnt",
+    [BRIG_NS_IPC] = "ipc",       [BRIG_NS_UTS] = "uts",     [BRIG_NS_USER] = "user",
     [BRIG_NS_CGROUP] = "cgroup", [BRIG_NS_TIME] = "time",
 };
 
@@ -97,10 +97,10 @@ static int open_exec_cgroup(const struct brig_state *st, const char *sub, brig_e
 /* In the container, as the process to be: identity, terminal, exec. */
 struct exec_ctx {
     const struct brig_exec_options *o;
-    const struct brig_process *process;   /* o->process, or the handler's version of it */
-    int lock_fd;                          /* the locked state dir: not for the child */
+    const struct brig_process *process; /* o->process, or the handler's version of it */
+    int lock_fd;                        /* the locked state dir: not for the child */
     const struct brig_state *st;
-    const struct brig_seccomp *seccomp;   /* the container's, or NULL */
+    const struct brig_seccomp *seccomp; /* the container's, or NULL */
     struct brig_seccomp_filter *filter;
 };
 
@@ -223,8 +223,7 @@ static int hand_to_listener(const struct exec_ctx *x, pid_t pid, int notify_fd, 
                                          notify_fd, pid, json, err);
 }
 
-static int exec_seccomp_fd(void *ctx, struct brig_sync_peer *peer, int notify_fd,
-                           brig_error_t *err)
+static int exec_seccomp_fd(void *ctx, struct brig_sync_peer *peer, int notify_fd, brig_error_t *err)
 {
     return hand_to_listener(ctx, peer->pid, notify_fd, err);
 }
@@ -325,8 +324,9 @@ static int spawn(const struct exec_ctx *x, bool paused, pid_t *pid, brig_error_t
 /* A handler's container: whatever the caller asked for, the process that
  * enters it is what the handler allows (its user, capabilities, filter,
  * limits, environment). *out stays NULL for other containers. */
-static int impose_handler(int dir_fd, const struct brig_spec *spec, const struct brig_process *asked,
-                          struct brig_process **out, brig_error_t *err)
+static int impose_handler(int dir_fd, const struct brig_spec *spec,
+                          const struct brig_process *asked, struct brig_process **out,
+                          brig_error_t *err)
 {
     const struct brig_handler *h = NULL;
     *out = NULL;

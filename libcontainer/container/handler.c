@@ -24,8 +24,7 @@ static const struct brig_handler *find(const char *name)
     return NULL;
 }
 
-int brig_handler_of(int dir_fd, const char *file, const struct brig_handler **h,
-                    brig_error_t *err)
+int brig_handler_of(int dir_fd, const char *file, const struct brig_handler **h, brig_error_t *err)
 {
     cleanup_free char *name = NULL;
     size_t len = 0;
@@ -39,8 +38,8 @@ int brig_handler_of(int dir_fd, const char *file, const struct brig_handler **h,
     if (len && name[len - 1] == '\n')
         name[len - 1] = '\0';
     if ((*h = find(name)) == NULL)
-        return brig_error_set(err, 0, "handler `%s` (in `%s`) is not one this program has",
-                              name, file);
+        return brig_error_set(err, 0, "handler `%s` (in `%s`) is not one this program has", name,
+                              file);
     return 0;
 }
 

@@ -51,13 +51,12 @@ void brig_handlers_register(const struct brig_handler *const *handlers);
 
 /* The handler recorded in a container's state dir (or an image dir):
  * *h NULL when it has none; an error when it names one not registered. */
-int brig_handler_of(int dir_fd, const char *file, const struct brig_handler **h,
-                    brig_error_t *err);
+int brig_handler_of(int dir_fd, const char *file, const struct brig_handler **h, brig_error_t *err);
 /* Records h's name in dir_fd under `file`. */
 int brig_handler_record(int dir_fd, const char *file, const struct brig_handler *h,
                         brig_error_t *err);
 
-#define BRIG_HANDLER_FILE "handler"              /* in the state dir */
-#define BRIG_HANDLER_IMAGE_FILE "brig-handler"   /* in a checkpoint's image dir */
+#define BRIG_HANDLER_FILE "handler"            /* in the state dir */
+#define BRIG_HANDLER_IMAGE_FILE "brig-handler" /* in a checkpoint's image dir */
 
 #endif

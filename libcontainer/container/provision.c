@@ -22,7 +22,7 @@
 
 int brig_bundle_load(const char *dir, struct brig_bundle *b, brig_error_t *err)
 {
-    *b = (struct brig_bundle) { 0 };
+    *b = (struct brig_bundle){ 0 };
     if (asprintf(&b->config_path, "%s/config.json", dir ? dir : ".") < 0) {
         b->config_path = NULL;
         return brig_error_set(err, ENOMEM, "config.json");
@@ -39,7 +39,7 @@ void brig_bundle_clear(struct brig_bundle *b)
     free(b->config_path);
     brig_spec_free(b->spec);
     free(b->text);
-    *b = (struct brig_bundle) { 0 };
+    *b = (struct brig_bundle){ 0 };
 }
 
 /* ---- the new container's state ---- */
@@ -97,11 +97,11 @@ static int new_state(const struct brig_create_options *o, const struct brig_spec
     const struct brig_namespace *pid_ns = brig_spec_namespace(spec, BRIG_NS_PID);
     st->own_pid_ns = pid_ns != NULL && pid_ns->path == NULL;
     st->post_hooks = (int) (spec->hooks.poststart.n + spec->hooks.poststop.n);
-    if (!st->id || !st->created || !st->owner || !st->cgroup_path || copy_annotations(&spec->annotations, &st->annotations) < 0)
+    if (!st->id || !st->created || !st->owner || !st->cgroup_path
+        || copy_annotations(&spec->annotations, &st->annotations) < 0)
         return brig_error_set(err, ENOMEM, "state");
     return resolve_paths(o, spec, &st->bundle, &st->rootfs, err);
 }
-
 
 char *brig_container_own_cgroup(void)
 {
@@ -140,7 +140,8 @@ static int setup_cgroup(const struct brig_create_options *o, const struct brig_s
     if (l && l->resources)
         res = *l->resources;
     size_t n_extra = l ? l->n_devices : 0;
-    cleanup_free struct brig_device_rule *rules = calloc(res.n_devices + n_extra + 1, sizeof *rules);
+    cleanup_free struct brig_device_rule *rules = calloc(res.n_devices + n_extra + 1,
+                                                         sizeof *rules);
     if (rules == NULL)
         return brig_error_set(err, ENOMEM, "cgroup");
     if (res.n_devices)
@@ -151,9 +152,14 @@ static int setup_cgroup(const struct brig_create_options *o, const struct brig_s
         if (d->type[0] == 'p')
             continue; /* a fifo is no device the cgroup guards */
         /* "u" (unbuffered) is a character device to the kernel. */
-        rules[n++] = (struct brig_device_rule) {
-            .allow = true, .type = (char *) (d->type[0] == 'b' ? "b" : "c"), .has_major = true,
-            .major = d->major, .has_minor = true, .minor = d->minor, .access = (char *) "rwm",
+        rules[n++] = (struct brig_device_rule){
+            .allow = true,
+            .type = (char *) (d->type[0] == 'b' ? "b" : "c"),
+            .has_major = true,
+            .major = d->major,
+            .has_minor = true,
+            .minor = d->minor,
+            .access = (char *) "rwm",
         };
     }
     res.devices = rules;
@@ -166,12 +172,11 @@ static int setup_cgroup(const struct brig_create_options *o, const struct brig_s
     return brig_cgroup_create_without_devices(relative, &res, cg, err);
 }
 
-
 /* ---- the steps, and their undo ---- */
 
 int provision_begin(struct provision *p, const char *root, const char *id, brig_error_t *err)
 {
-    *p = (struct provision) { .root_fd = -1, .dir_fd = -1, .id = id, .cgroup = { NULL, -1 } };
+    *p = (struct provision){ .root_fd = -1, .dir_fd = -1, .id = id, .cgroup = { NULL, -1 } };
     if ((p->root_fd = brig_state_root_open(root, true, err)) < 0)
         return -1;
     if ((p->dir_fd = brig_state_dir_create(p->root_fd, id, err)) < 0)

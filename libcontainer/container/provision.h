@@ -13,11 +13,11 @@
 /* What a create or restore has made so far, for provision_undo. */
 struct provision {
     int root_fd;
-    int dir_fd;                           /* the new state dir, locked */
+    int dir_fd; /* the new state dir, locked */
     const char *id;
-    const struct brig_handler *handler;   /* recorded and set up */
+    const struct brig_handler *handler; /* recorded and set up */
     struct brig_state *state;
-    struct brig_cgroup cgroup;            /* { NULL, -1 } until made */
+    struct brig_cgroup cgroup; /* { NULL, -1 } until made */
 };
 
 /* The state root and a new, locked state dir for o->id. */

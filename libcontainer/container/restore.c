@@ -85,7 +85,8 @@ static int make_mountpoints(const struct brig_spec *spec, const char *rootfs, co
             continue;
         struct stat st;
         if (fstatat(bundle_fd, m->source, &st, 0) < 0)
-            return brig_error_set(err, errno, "mount `%s` on `%s`: source", m->source, m->destination);
+            return brig_error_set(err, errno, "mount `%s` on `%s`: source", m->source,
+                                  m->destination);
         int fd = S_ISDIR(st.st_mode) ? brig_path_mkdir_in_root(root_fd, m->destination, 0755, err)
                                      : brig_path_mkfile_in_root(root_fd, m->destination, 0644, err);
         if (fd < 0)
@@ -130,8 +131,8 @@ static int enter_cgroup(const struct brig_cgroup *cg, struct brig_cgroup *back, 
 struct restore_run {
     const struct brig_restore_options *o;
     struct brig_bundle bundle;
-    struct brig_spec *spec;           /* bundle.spec */
-    struct brig_state *st;            /* the provision's */
+    struct brig_spec *spec; /* bundle.spec */
+    struct brig_state *st;  /* the provision's */
     struct brig_criu criu;
     int netns_fd;
     char *criu_root;
@@ -163,7 +164,8 @@ static int prepare_criu(struct restore_run *rr, brig_error_t *err)
     if (mkdir(rr->criu_root, 0700) < 0)
         return brig_error_set(err, errno, "create `%s`", rr->criu_root);
     if (mount(rr->st->rootfs, rr->criu_root, NULL, MS_BIND | MS_REC, NULL) < 0)
-        return brig_error_set(err, errno, "bind rootfs `%s` on `%s`", rr->st->rootfs, rr->criu_root);
+        return brig_error_set(err, errno, "bind rootfs `%s` on `%s`", rr->st->rootfs,
+                              rr->criu_root);
     rr->root_mounted = true;
     /* criu rebuilds every mount's flags but the root's: it takes the root
      * as it finds it, so a read-only root must be read-only here already. */
@@ -243,7 +245,10 @@ static int restore(const struct brig_restore_options *o, pid_t *init_pid, brig_e
     if (r == 0)
         r = restore_handler(&rr, &p, err);
     struct brig_create_options co = {
-        .root = o->root, .id = o->id, .bundle = o->bundle, .no_cgroup = o->no_cgroup,
+        .root = o->root,
+        .id = o->id,
+        .bundle = o->bundle,
+        .no_cgroup = o->no_cgroup,
     };
     if (r == 0)
         r = provision_container(&p, &co, &rr.bundle, NULL, err);
@@ -263,8 +268,7 @@ static int restore(const struct brig_restore_options *o, pid_t *init_pid, brig_e
     return r;
 }
 
-int brig_container_restore(const struct brig_restore_options *o, pid_t *init_pid,
-                           brig_error_t *err)
+int brig_container_restore(const struct brig_restore_options *o, pid_t *init_pid, brig_error_t *err)
 {
     if (geteuid() != 0)
         return brig_error_set(err, EPERM, "restore `%s`: criu needs root", o->id);

@@ -42,9 +42,8 @@ int brig_id_validate(const char *id, brig_error_t *err)
         bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
                   || c == '_' || c == '+' || c == '-' || c == '.';
         if (!ok)
-            return brig_error_set(err, 0,
-                                  "invalid container id `%s`: only letters, digits and _+-. are allowed",
-                                  id);
+            return brig_error_set(
+                err, 0, "invalid container id `%s`: only letters, digits and _+-. are allowed", id);
     }
     return 0;
 }
@@ -430,7 +429,8 @@ char *brig_timestamp_at(const struct timespec *ts)
     int year, month, day;
     civil_from_days(days, &year, &month, &day);
     if (asprintf(&out, "%04d-%02d-%02dT%02lld:%02lld:%02lld.%09ldZ", year, month, day, rest / 3600,
-                 rest / 60 % 60, rest % 60, ts->tv_nsec) < 0)
+                 rest / 60 % 60, rest % 60, ts->tv_nsec)
+        < 0)
         return NULL;
     return out;
 }

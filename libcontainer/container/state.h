@@ -13,7 +13,7 @@
 #define BRIG_DEFAULT_ROOT "/run/brig"
 #define BRIG_STATE_FILE "state.json"
 #define BRIG_EXEC_FIFO "exec.fifo"
-#define BRIG_SAVED_CONFIG "config.json"  /* the spec as created: hooks and exec read it */
+#define BRIG_SAVED_CONFIG "config.json" /* the spec as created: hooks and exec read it */
 
 enum brig_status {
     BRIG_STATUS_CREATING,
@@ -25,15 +25,15 @@ enum brig_status {
 
 struct brig_state {
     char *id;
-    pid_t pid;                        /* the container's init, 0 before it exists */
+    pid_t pid;                         /* the container's init, 0 before it exists */
     unsigned long long pid_start_time; /* tells our init from a recycled pid */
-    char *bundle;                     /* absolute */
-    char *rootfs;                     /* absolute */
-    char *created;                    /* RFC 3339, UTC, nanoseconds */
+    char *bundle;                      /* absolute */
+    char *rootfs;                      /* absolute */
+    char *created;                     /* RFC 3339, UTC, nanoseconds */
     char *owner;
     struct brig_kv_list annotations;
-    bool own_pid_ns;                  /* the container has a pid namespace of its own */
-    char *cgroup_path;                /* absolute; "" when cgroups are not managed */
+    bool own_pid_ns;   /* the container has a pid namespace of its own */
+    char *cgroup_path; /* absolute; "" when cgroups are not managed */
     /* poststart + poststop hooks of the saved spec; -1 when unknown (a state
      * file from an older brig). At 0, start and delete need not parse it. */
     int post_hooks;

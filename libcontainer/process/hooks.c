@@ -201,9 +201,9 @@ static enum hook_end wait_hook(pid_t pid, int stdin_w, const char *state, int ti
         struct pollfd fds[2];
         nfds_t nfds = 0;
         if (pidfd >= 0)
-            fds[nfds++] = (struct pollfd) { .fd = pidfd, .events = POLLIN };
+            fds[nfds++] = (struct pollfd){ .fd = pidfd, .events = POLLIN };
         if (w >= 0)
-            fds[nfds++] = (struct pollfd) { .fd = w, .events = POLLOUT };
+            fds[nfds++] = (struct pollfd){ .fd = w, .events = POLLOUT };
         if (poll(fds, nfds, wait_ms) < 0 && errno != EINTR)
             return HOOK_WAIT_FAILED;
         /* POLLERR on the write end means the reader is gone: the write
@@ -286,21 +286,21 @@ static int run_hook(const struct brig_hook *hook, const char *kind, const char *
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
             ;
         if (end == HOOK_TIMED_OUT)
-            return brig_error_set(err, 0, "hook `%s` `%s`: timed out after %d s", kind,
-                                  hook->path, hook->timeout);
+            return brig_error_set(err, 0, "hook `%s` `%s`: timed out after %d s", kind, hook->path,
+                                  hook->timeout);
         return brig_error_set(err, saved, "hook `%s` `%s`: wait", kind, hook->path);
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
-        return brig_error_set(err, 0, "hook `%s` `%s`: exited with status %d", kind,
-                              hook->path, WEXITSTATUS(status));
+        return brig_error_set(err, 0, "hook `%s` `%s`: exited with status %d", kind, hook->path,
+                              WEXITSTATUS(status));
     if (WIFSIGNALED(status))
-        return brig_error_set(err, 0, "hook `%s` `%s`: killed by signal %d", kind,
-                              hook->path, WTERMSIG(status));
+        return brig_error_set(err, 0, "hook `%s` `%s`: killed by signal %d", kind, hook->path,
+                              WTERMSIG(status));
     return 0;
 }
 
-int brig_hooks_run(const struct brig_hook_list *hooks, const char *kind,
-                   const char *state_json, brig_error_t *err)
+int brig_hooks_run(const struct brig_hook_list *hooks, const char *kind, const char *state_json,
+                   brig_error_t *err)
 {
     if (hooks == NULL)
         return 0;

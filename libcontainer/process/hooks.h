@@ -8,7 +8,7 @@
 
 /* Runs every hook of the list in order; the first failure stops the list.
  * `kind` ("prestart", "createRuntime", ...) names the hook in errors. */
-int brig_hooks_run(const struct brig_hook_list *hooks, const char *kind,
-                   const char *state_json, brig_error_t *err);
+int brig_hooks_run(const struct brig_hook_list *hooks, const char *kind, const char *state_json,
+                   brig_error_t *err);
 
 #endif

@@ -25,9 +25,11 @@
 
 /* One list feeds both the name table and the lookup, so `brig features`
  * prints exactly what brig_rlimit_from_name() accepts. */
+/* clang-format off */
 #define BRIG_RLIMITS(X)                                                        \
     X(AS) X(CORE) X(CPU) X(DATA) X(FSIZE) X(LOCKS) X(MEMLOCK) X(MSGQUEUE)      \
     X(NICE) X(NOFILE) X(NPROC) X(RSS) X(RTPRIO) X(RTTIME) X(SIGPENDING) X(STACK)
+/* clang-format on */
 
 #define RLIMIT_NAME(n) "RLIMIT_" #n,
 #define RLIMIT_VALUE(n) RLIMIT_##n,
@@ -56,16 +58,14 @@ int brig_rlimits_apply(const struct brig_process *process, brig_error_t *err)
         const char *type = rl->type ? rl->type : "?";
         if (rl->soft > rl->hard)
             return brig_error_set(err, EINVAL,
-                                  "setrlimit `%s`: soft limit %llu is above hard limit %llu",
-                                  type, (unsigned long long) rl->soft,
-                                  (unsigned long long) rl->hard);
+                                  "setrlimit `%s`: soft limit %llu is above hard limit %llu", type,
+                                  (unsigned long long) rl->soft, (unsigned long long) rl->hard);
         /* rlim_t is 64-bit and RLIM_INFINITY is all ones, the same as the
          * spec's "unlimited" 2^64-1, so the values pass through unchanged. */
         struct rlimit lim = { .rlim_cur = (rlim_t) rl->soft, .rlim_max = (rlim_t) rl->hard };
         if (setrlimit((__rlimit_resource_t) rl->resource, &lim) < 0)
             return brig_error_set(err, errno, "setrlimit `%s` (soft %llu, hard %llu)", type,
-                                  (unsigned long long) rl->soft,
-                                  (unsigned long long) rl->hard);
+                                  (unsigned long long) rl->soft, (unsigned long long) rl->hard);
     }
     return 0;
 }
@@ -159,16 +159,16 @@ static int kernel_cap_count(void)
 /* Specs are written for many kernels, so a well-formed name this system
  * doesn't know is skipped: it can't be granted here anyway. A name that
  * isn't capability-shaped is a mistake in the spec and is refused. */
-static int parse_cap_set(const struct brig_strv *names, const char *set, int ncaps,
-                         uint64_t *mask, brig_error_t *err)
+static int parse_cap_set(const struct brig_strv *names, const char *set, int ncaps, uint64_t *mask,
+                         brig_error_t *err)
 {
     *mask = 0;
     for (size_t i = 0; i < names->n; i++) {
         const char *name = names->v[i];
         if (!is_cap_shaped(name))
             return brig_error_set(err, EINVAL,
-                                  "capabilities.%s: `%s` is not a capability name (CAP_...)",
-                                  set, name ? name : "");
+                                  "capabilities.%s: `%s` is not a capability name (CAP_...)", set,
+                                  name ? name : "");
         int cap = brig_cap_from_name(name);
         if (cap < 0 || cap >= ncaps)
             continue;
@@ -177,8 +177,8 @@ static int parse_cap_set(const struct brig_strv *names, const char *set, int nca
     return 0;
 }
 
-static int parse_cap_masks(const struct brig_capabilities *caps, int ncaps,
-                           struct cap_masks *m, brig_error_t *err)
+static int parse_cap_masks(const struct brig_capabilities *caps, int ncaps, struct cap_masks *m,
+                           brig_error_t *err)
 {
     memset(m, 0, sizeof *m);
     if (caps == NULL)
@@ -236,7 +236,8 @@ static int set_groups(const struct brig_user *user, brig_error_t *err)
             return 0;
         return brig_error_set(err, EPERM,
                               "setgroups: %zu additional gids requested but "
-                              "`/proc/self/setgroups` is `deny` in this user namespace", n);
+                              "`/proc/self/setgroups` is `deny` in this user namespace",
+                              n);
     }
     return brig_error_set(err, saved, "setgroups (%zu additional gids)", n);
 }
@@ -270,8 +271,7 @@ static int set_process_caps(const struct cap_masks *m, brig_error_t *err)
         return brig_error_set(err, errno,
                               "set capabilities (effective %#llx, permitted %#llx, "
                               "inheritable %#llx)",
-                              (unsigned long long) m->effective,
-                              (unsigned long long) m->permitted,
+                              (unsigned long long) m->effective, (unsigned long long) m->permitted,
                               (unsigned long long) m->inheritable);
     return 0;
 }

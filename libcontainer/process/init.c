@@ -117,7 +117,8 @@ static int setup_personality(const struct brig_spec *spec, brig_error_t *err)
     else if (strcmp(domain, "LINUX32") == 0)
         persona = PER_LINUX32;
     else
-        return brig_error_set(err, 0, "config.json: linux.personality.domain: unknown `%s`", domain);
+        return brig_error_set(err, 0, "config.json: linux.personality.domain: unknown `%s`",
+                              domain);
     if (personality(persona) < 0)
         return brig_error_set(err, errno, "set personality `%s`", domain);
     return 0;

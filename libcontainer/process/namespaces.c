@@ -17,9 +17,9 @@
 #endif
 
 static const int clone_flags[BRIG_NS_COUNT] = {
-    [BRIG_NS_PID] = CLONE_NEWPID,   [BRIG_NS_NETWORK] = CLONE_NEWNET,
-    [BRIG_NS_MOUNT] = CLONE_NEWNS,  [BRIG_NS_IPC] = CLONE_NEWIPC,
-    [BRIG_NS_UTS] = CLONE_NEWUTS,   [BRIG_NS_USER] = CLONE_NEWUSER,
+    [BRIG_NS_PID] = CLONE_NEWPID,       [BRIG_NS_NETWORK] = CLONE_NEWNET,
+    [BRIG_NS_MOUNT] = CLONE_NEWNS,      [BRIG_NS_IPC] = CLONE_NEWIPC,
+    [BRIG_NS_UTS] = CLONE_NEWUTS,       [BRIG_NS_USER] = CLONE_NEWUSER,
     [BRIG_NS_CGROUP] = CLONE_NEWCGROUP, [BRIG_NS_TIME] = CLONE_NEWTIME,
 };
 
@@ -56,8 +56,8 @@ int brig_ns_open_paths(const struct brig_spec *spec, struct brig_ns_join *join, 
         if (fd < 0) {
             int saved = errno;
             brig_ns_join_close(join);
-            return brig_error_set(err, saved, "open %s namespace `%s`",
-                                  brig_ns_type_name(ns->type), ns->path);
+            return brig_error_set(err, saved, "open %s namespace `%s`", brig_ns_type_name(ns->type),
+                                  ns->path);
         }
         join->fd[ns->type] = fd;
         join->any = true;
@@ -77,7 +77,7 @@ void brig_ns_join_close(struct brig_ns_join *join)
 int brig_ns_join_all(const struct brig_ns_join *join, brig_error_t *err)
 {
     static const enum brig_ns_type order[] = {
-        BRIG_NS_USER, BRIG_NS_IPC, BRIG_NS_UTS, BRIG_NS_NETWORK,
+        BRIG_NS_USER,   BRIG_NS_IPC,   BRIG_NS_UTS, BRIG_NS_NETWORK,
         BRIG_NS_CGROUP, BRIG_NS_MOUNT, BRIG_NS_PID, BRIG_NS_TIME,
     };
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {

@@ -16,7 +16,7 @@ int brig_ns_new_flags(const struct brig_spec *spec);
 /* Namespaces to join, opened up front: a bad path fails create before any
  * process exists, and the child only setns()es fds it already holds. */
 struct brig_ns_join {
-    int fd[BRIG_NS_COUNT];  /* -1 when not joined */
+    int fd[BRIG_NS_COUNT]; /* -1 when not joined */
     bool any;
 };
 
@@ -24,7 +24,10 @@ int brig_ns_open_paths(const struct brig_spec *spec, struct brig_ns_join *join, 
 void brig_ns_join_close(struct brig_ns_join *join);
 /* Namespaces closed when they go out of scope (base/cleanup.h); start
  * them as BRIG_NS_JOIN_NONE so an early return finds nothing to close. */
-#define BRIG_NS_JOIN_NONE { .fd = { [0 ... BRIG_NS_COUNT - 1] = -1 }, .any = false }
+#define BRIG_NS_JOIN_NONE                                      \
+    {                                                          \
+        .fd = { [0 ... BRIG_NS_COUNT - 1] = -1 }, .any = false \
+    }
 #define cleanup_ns_join __attribute__((cleanup(brig_ns_join_close)))
 
 /* Joins the opened namespaces: the user namespace first (the others may be

@@ -33,7 +33,8 @@ static int wait_ack(int fd, uint32_t seq)
         if (n < 0)
             return -1;
         size_t left = (size_t) n;
-        for (struct nlmsghdr *h = (struct nlmsghdr *) buf; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+        for (struct nlmsghdr *h = (struct nlmsghdr *) buf; NLMSG_OK(h, left);
+             h = NLMSG_NEXT(h, left)) {
             if (h->nlmsg_seq != seq)
                 continue;
             if (h->nlmsg_type == NLMSG_ERROR) {

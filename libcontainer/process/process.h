@@ -17,15 +17,15 @@ struct brig_init_config {
      * a copy of the runtime's memory, only walks its steps. */
     const struct brig_rootfs_plan *rootfs_plan;
     const char *id;
-    const char *bundle;       /* absolute */
-    int state_dir_fd;         /* locked by the runtime, so the child closes it */
-    int exec_fifo_fd;         /* O_PATH of the fifo the init blocks on until start */
+    const char *bundle; /* absolute */
+    int state_dir_fd;   /* locked by the runtime, so the child closes it */
+    int exec_fifo_fd;   /* O_PATH of the fifo the init blocks on until start */
     bool no_new_keyring;
-    int listen_fds;           /* LISTEN_FDS: fds 3 .. 3+L-1, announced in the env */
-    int preserve_fds;         /* then P more fds pass through to the process */
-    int cgroup_fd;            /* the container's cgroup dir, or -1 */
-    const int *stdio;         /* the process's fds 0, 1, 2; NULL: the runtime's own */
-    struct brig_seccomp_filter *seccomp;  /* compiled by the runtime, or NULL */
+    int listen_fds;                      /* LISTEN_FDS: fds 3 .. 3+L-1, announced in the env */
+    int preserve_fds;                    /* then P more fds pass through to the process */
+    int cgroup_fd;                       /* the container's cgroup dir, or -1 */
+    const int *stdio;                    /* the process's fds 0, 1, 2; NULL: the runtime's own */
+    struct brig_seccomp_filter *seccomp; /* compiled by the runtime, or NULL */
     /* Runs in the runtime right after the clone, while the init sets up;
      * done before the init is told to go past its mounts. May be NULL. */
     int (*after_clone)(void *ctx, brig_error_t *err);
@@ -50,8 +50,7 @@ int brig_process_clone_flags(const struct brig_spec *spec);
 
 /* args[0] looked up in process.env's PATH, inside the container (call it
  * after pivot_root / setns into the mount namespace). Caller frees. */
-int brig_process_find_executable(const struct brig_process *process, char **out,
-                                 brig_error_t *err);
+int brig_process_find_executable(const struct brig_process *process, char **out, brig_error_t *err);
 /* process.env plus HOME from the container's /etc/passwd when missing.
  * The strings are borrowed from process, except the added HOME. Two spare
  * NULL slots at the end let the caller add LISTEN_FDS/LISTEN_PID. */
@@ -90,7 +89,6 @@ pid_t brig_clone_into_cgroup(unsigned long flags, int cgroup_fd);
 
 /* Runs in the init after it is in its namespaces: rootfs, identity, exec.
  * Returns only on failure. */
-int brig_init_exec(const struct brig_init_config *cfg, int sync_fd, int fifo_fd,
-                   brig_error_t *err);
+int brig_init_exec(const struct brig_init_config *cfg, int sync_fd, int fifo_fd, brig_error_t *err);
 
 #endif

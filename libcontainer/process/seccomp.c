@@ -38,50 +38,50 @@
 
 enum ret_kind { RET_NONE, RET_ERRNO, RET_TRACE };
 
-#define ACTIONS(X)                                                                      \
-    X("SCMP_ACT_KILL", SCMP_ACT_KILL_THREAD, RET_NONE)                                  \
-    X("SCMP_ACT_KILL_PROCESS", SCMP_ACT_KILL_PROCESS, RET_NONE)                         \
-    X("SCMP_ACT_KILL_THREAD", SCMP_ACT_KILL_THREAD, RET_NONE)                           \
-    X("SCMP_ACT_TRAP", SCMP_ACT_TRAP, RET_NONE)                                         \
-    X("SCMP_ACT_ERRNO", SCMP_ACT_ERRNO(0), RET_ERRNO)                                   \
-    X("SCMP_ACT_TRACE", SCMP_ACT_TRACE(0), RET_TRACE)                                   \
-    X("SCMP_ACT_ALLOW", SCMP_ACT_ALLOW, RET_NONE)                                       \
-    X("SCMP_ACT_LOG", SCMP_ACT_LOG, RET_NONE)                                           \
+#define ACTIONS(X)                                              \
+    X("SCMP_ACT_KILL", SCMP_ACT_KILL_THREAD, RET_NONE)          \
+    X("SCMP_ACT_KILL_PROCESS", SCMP_ACT_KILL_PROCESS, RET_NONE) \
+    X("SCMP_ACT_KILL_THREAD", SCMP_ACT_KILL_THREAD, RET_NONE)   \
+    X("SCMP_ACT_TRAP", SCMP_ACT_TRAP, RET_NONE)                 \
+    X("SCMP_ACT_ERRNO", SCMP_ACT_ERRNO(0), RET_ERRNO)           \
+    X("SCMP_ACT_TRACE", SCMP_ACT_TRACE(0), RET_TRACE)           \
+    X("SCMP_ACT_ALLOW", SCMP_ACT_ALLOW, RET_NONE)               \
+    X("SCMP_ACT_LOG", SCMP_ACT_LOG, RET_NONE)                   \
     X("SCMP_ACT_NOTIFY", SCMP_ACT_NOTIFY, RET_NONE)
 
-#define OPERATORS(X)                                                                    \
-    X("SCMP_CMP_NE", SCMP_CMP_NE)                                                       \
-    X("SCMP_CMP_LT", SCMP_CMP_LT)                                                       \
-    X("SCMP_CMP_LE", SCMP_CMP_LE)                                                       \
-    X("SCMP_CMP_EQ", SCMP_CMP_EQ)                                                       \
-    X("SCMP_CMP_GE", SCMP_CMP_GE)                                                       \
-    X("SCMP_CMP_GT", SCMP_CMP_GT)                                                       \
+#define OPERATORS(X)              \
+    X("SCMP_CMP_NE", SCMP_CMP_NE) \
+    X("SCMP_CMP_LT", SCMP_CMP_LT) \
+    X("SCMP_CMP_LE", SCMP_CMP_LE) \
+    X("SCMP_CMP_EQ", SCMP_CMP_EQ) \
+    X("SCMP_CMP_GE", SCMP_CMP_GE) \
+    X("SCMP_CMP_GT", SCMP_CMP_GT) \
     X("SCMP_CMP_MASKED_EQ", SCMP_CMP_MASKED_EQ)
 
 /* Spec name → libseccomp's token for seccomp_arch_resolve_name(). */
-#define ARCHES(X)                                                                       \
-    X("SCMP_ARCH_X86", "x86")                                                           \
-    X("SCMP_ARCH_X86_64", "x86_64")                                                     \
-    X("SCMP_ARCH_X32", "x32")                                                           \
-    X("SCMP_ARCH_ARM", "arm")                                                           \
-    X("SCMP_ARCH_AARCH64", "aarch64")                                                   \
-    X("SCMP_ARCH_MIPS", "mips")                                                         \
-    X("SCMP_ARCH_MIPS64", "mips64")                                                     \
-    X("SCMP_ARCH_MIPS64N32", "mips64n32")                                               \
-    X("SCMP_ARCH_MIPSEL", "mipsel")                                                     \
-    X("SCMP_ARCH_MIPSEL64", "mipsel64")                                                 \
-    X("SCMP_ARCH_MIPSEL64N32", "mipsel64n32")                                           \
-    X("SCMP_ARCH_PPC", "ppc")                                                           \
-    X("SCMP_ARCH_PPC64", "ppc64")                                                       \
-    X("SCMP_ARCH_PPC64LE", "ppc64le")                                                   \
-    X("SCMP_ARCH_S390", "s390")                                                         \
-    X("SCMP_ARCH_S390X", "s390x")                                                       \
-    X("SCMP_ARCH_PARISC", "parisc")                                                     \
-    X("SCMP_ARCH_PARISC64", "parisc64")                                                 \
-    X("SCMP_ARCH_RISCV64", "riscv64")                                                   \
-    X("SCMP_ARCH_LOONGARCH64", "loongarch64")                                           \
-    X("SCMP_ARCH_M68K", "m68k")                                                         \
-    X("SCMP_ARCH_SH", "sh")                                                             \
+#define ARCHES(X)                             \
+    X("SCMP_ARCH_X86", "x86")                 \
+    X("SCMP_ARCH_X86_64", "x86_64")           \
+    X("SCMP_ARCH_X32", "x32")                 \
+    X("SCMP_ARCH_ARM", "arm")                 \
+    X("SCMP_ARCH_AARCH64", "aarch64")         \
+    X("SCMP_ARCH_MIPS", "mips")               \
+    X("SCMP_ARCH_MIPS64", "mips64")           \
+    X("SCMP_ARCH_MIPS64N32", "mips64n32")     \
+    X("SCMP_ARCH_MIPSEL", "mipsel")           \
+    X("SCMP_ARCH_MIPSEL64", "mipsel64")       \
+    X("SCMP_ARCH_MIPSEL64N32", "mipsel64n32") \
+    X("SCMP_ARCH_PPC", "ppc")                 \
+    X("SCMP_ARCH_PPC64", "ppc64")             \
+    X("SCMP_ARCH_PPC64LE", "ppc64le")         \
+    X("SCMP_ARCH_S390", "s390")               \
+    X("SCMP_ARCH_S390X", "s390x")             \
+    X("SCMP_ARCH_PARISC", "parisc")           \
+    X("SCMP_ARCH_PARISC64", "parisc64")       \
+    X("SCMP_ARCH_RISCV64", "riscv64")         \
+    X("SCMP_ARCH_LOONGARCH64", "loongarch64") \
+    X("SCMP_ARCH_M68K", "m68k")               \
+    X("SCMP_ARCH_SH", "sh")                   \
     X("SCMP_ARCH_SHEB", "sheb")
 
 /* libseccomp grew the attribute for WAIT_KILLABLE_RECV in 2.6. */
@@ -91,11 +91,11 @@ enum ret_kind { RET_NONE, RET_ERRNO, RET_TRACE };
 #define ATTR_WAITKILL -1
 #endif
 
-#define FLAGS(X)                                                                        \
-    X("SECCOMP_FILTER_FLAG_TSYNC", SCMP_FLTATR_CTL_TSYNC, FLAG_TSYNC)                   \
-    X("SECCOMP_FILTER_FLAG_LOG", SCMP_FLTATR_CTL_LOG, FLAG_LOG)                         \
-    X("SECCOMP_FILTER_FLAG_SPEC_ALLOW", SCMP_FLTATR_CTL_SSB, FLAG_SPEC_ALLOW)           \
-    X("SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV", ATTR_WAITKILL,                          \
+#define FLAGS(X)                                                              \
+    X("SECCOMP_FILTER_FLAG_TSYNC", SCMP_FLTATR_CTL_TSYNC, FLAG_TSYNC)         \
+    X("SECCOMP_FILTER_FLAG_LOG", SCMP_FLTATR_CTL_LOG, FLAG_LOG)               \
+    X("SECCOMP_FILTER_FLAG_SPEC_ALLOW", SCMP_FLTATR_CTL_SSB, FLAG_SPEC_ALLOW) \
+    X("SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV", ATTR_WAITKILL,                \
       FLAG_WAIT_KILLABLE_RECV | FLAG_NEW_LISTENER)
 
 #define NAME_OF(name, ...) name,
@@ -127,8 +127,8 @@ static const char *const arch_names[] = { ARCHES(NAME_OF) NULL };
 
 struct flag_def {
     const char *name;
-    int attr;            /* -1: this libseccomp can't set it */
-    unsigned int probe;  /* seccomp(2) flags that show kernel support */
+    int attr;           /* -1: this libseccomp can't set it */
+    unsigned int probe; /* seccomp(2) flags that show kernel support */
 };
 #define FLAG_DEF(name, attr, probe) { name, (int) (attr), probe },
 static const struct flag_def flag_defs[] = { FLAGS(FLAG_DEF) };
@@ -222,8 +222,8 @@ static int resolve_action(const char *where, const char *action_key, const char 
         /* The runtime spec: an errno for an action that can't return one
          * is an error, not something to ignore. */
         if (has_errno)
-            return brig_error_set(err, 0, "%s.%s: not valid with action `%s`", where,
-                                  errno_key, name);
+            return brig_error_set(err, 0, "%s.%s: not valid with action `%s`", where, errno_key,
+                                  name);
         *out = d->action;
         return 0;
     }
@@ -248,7 +248,7 @@ static int add_arches(scmp_filter_ctx ctx, const struct brig_strv *arches, brig_
                                   arches->v[i]);
         uint32_t token = seccomp_arch_resolve_name(d->token);
         if (token == 0)
-            continue;  /* this libseccomp predates it: no such process can run here */
+            continue; /* this libseccomp predates it: no such process can run here */
         int rc = seccomp_arch_add(ctx, token);
         if (rc < 0 && rc != -EEXIST)
             return brig_error_set(err, -rc, "linux.seccomp.architectures[%zu]: add `%s`", i,
@@ -308,8 +308,10 @@ static int convert_args(const struct brig_seccomp_syscall *sc, size_t i, struct 
         seen |= 1u << a->index;
         /* For MASKED_EQ, value is the mask and valueTwo the datum:
          * (arg & value) == valueTwo. */
-        cmps[j] = (struct scmp_arg_cmp) { .arg = a->index, .op = d->op, .datum_a = a->value,
-                                          .datum_b = a->value_two };
+        cmps[j] = (struct scmp_arg_cmp){ .arg = a->index,
+                                         .op = d->op,
+                                         .datum_a = a->value,
+                                         .datum_b = a->value_two };
     }
     return 0;
 }
@@ -324,7 +326,7 @@ static int add_syscall_rule(scmp_filter_ctx ctx, uint32_t action, const char *na
 {
     int nr = seccomp_syscall_resolve_name(name);
     if (nr == __NR_SCMP_ERROR)
-        return 0;  /* unknown to this libseccomp: skipped, as the spec allows */
+        return 0; /* unknown to this libseccomp: skipped, as the spec allows */
     size_t rules = same_index ? n : 1;
     for (size_t r = 0; r < rules; r++) {
         int rc = same_index ? seccomp_rule_add_array(ctx, action, nr, 1, &cmps[r])
@@ -345,7 +347,8 @@ static int add_rules(struct brig_seccomp_filter *f, const struct brig_seccomp *s
         snprintf(where, sizeof where, "linux.seccomp.syscalls[%zu]", i);
         uint32_t action;
         if (resolve_action(where, "action", "errnoRet", sc->action, sc->has_errno_ret,
-                           sc->errno_ret, &action, err) < 0)
+                           sc->errno_ret, &action, err)
+            < 0)
             return -1;
         if (action == SCMP_ACT_NOTIFY && s->listener_path == NULL)
             return brig_error_set(err, 0,
@@ -363,8 +366,9 @@ static int add_rules(struct brig_seccomp_filter *f, const struct brig_seccomp *s
         if (action == SCMP_ACT_NOTIFY)
             f->notify = true;
         for (size_t k = 0; k < sc->names.n; k++)
-            if (add_syscall_rule(f->ctx, action, sc->names.v[k], i, cmps, sc->n_args,
-                                 same_index, err) < 0)
+            if (add_syscall_rule(f->ctx, action, sc->names.v[k], i, cmps, sc->n_args, same_index,
+                                 err)
+                < 0)
                 return -1;
     }
     return 0;
@@ -376,13 +380,15 @@ int brig_seccomp_compile(const struct brig_seccomp *s, struct brig_seccomp_filte
     *out = NULL;
     uint32_t def;
     if (resolve_action("linux.seccomp", "defaultAction", "defaultErrnoRet", s->default_action,
-                       s->has_default_errno_ret, s->default_errno_ret, &def, err) < 0)
+                       s->has_default_errno_ret, s->default_errno_ret, &def, err)
+        < 0)
         return -1;
     /* The process would wait on its own execve before it could hand the
      * listener fd to anyone. */
     if (def == SCMP_ACT_NOTIFY)
-        return brig_error_set(err, 0, "linux.seccomp.defaultAction: SCMP_ACT_NOTIFY can't be"
-                                      " the default action");
+        return brig_error_set(err, 0,
+                              "linux.seccomp.defaultAction: SCMP_ACT_NOTIFY can't be"
+                              " the default action");
 
     cleanup_seccomp_filter struct brig_seccomp_filter *f = calloc(1, sizeof *f);
     if (f == NULL)
@@ -448,8 +454,8 @@ static void json_string(FILE *f, const char *s)
 }
 
 /* The runtime spec's "container process state". */
-static int process_state_json(const char *metadata, pid_t pid, const char *state_json,
-                              char **out, size_t *len, brig_error_t *err)
+static int process_state_json(const char *metadata, pid_t pid, const char *state_json, char **out,
+                              size_t *len, brig_error_t *err)
 {
     *out = NULL;
     FILE *f = open_memstream(out, len);

@@ -197,8 +197,7 @@ static int init_runtime_hooks(void *ctx, struct brig_sync_peer *peer, brig_error
     return brig_sync_send(peer->fd, BRIG_SYNC_HOOKS_DONE, 0, state_json, err);
 }
 
-static int init_seccomp_fd(void *ctx, struct brig_sync_peer *peer, int notify_fd,
-                           brig_error_t *err)
+static int init_seccomp_fd(void *ctx, struct brig_sync_peer *peer, int notify_fd, brig_error_t *err)
 {
     const struct brig_init_config *cfg = ctx;
     return cfg->seccomp_listener(cfg->ctx, peer->pid, notify_fd, err);

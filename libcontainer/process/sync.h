@@ -20,8 +20,8 @@ enum brig_sync_type {
     BRIG_SYNC_ERROR,            /* value: errno; payload: message */
     /* runtime → child */
     BRIG_SYNC_MAPS_DONE,
-    BRIG_SYNC_CGROUP_DONE,      /* the child is in its cgroup (no clone3 here) */
-    BRIG_SYNC_HOOKS_DONE,       /* payload: the state JSON for container hooks */
+    BRIG_SYNC_CGROUP_DONE, /* the child is in its cgroup (no clone3 here) */
+    BRIG_SYNC_HOOKS_DONE,  /* payload: the state JSON for container hooks */
 };
 
 #define BRIG_SYNC_PAYLOAD_MAX 65536
@@ -29,13 +29,12 @@ enum brig_sync_type {
 struct brig_sync_msg {
     uint32_t type;
     int32_t value;
-    size_t len;                  /* payload length, not counting the NUL */
-    int fd;                      /* an fd that came with the message, or -1 */
+    size_t len; /* payload length, not counting the NUL */
+    int fd;     /* an fd that came with the message, or -1 */
     char payload[BRIG_SYNC_PAYLOAD_MAX + 1];
 };
 
-int brig_sync_send(int fd, uint32_t type, int32_t value, const char *payload,
-                   brig_error_t *err);
+int brig_sync_send(int fd, uint32_t type, int32_t value, const char *payload, brig_error_t *err);
 /* Sends `passed` along with the message (SCM_RIGHTS). */
 int brig_sync_send_fd(int fd, uint32_t type, int passed, brig_error_t *err);
 /* Returns 0 on a message, -1 with *err on error or when the peer closed
@@ -55,11 +54,11 @@ int brig_sync_await_pid(int fd, pid_t child, pid_t *pid, brig_error_t *err);
 /* What the runtime knows of the process it is setting up (the init of a
  * new container, or a process exec'd into one). */
 struct brig_sync_peer {
-    int fd;          /* the runtime's end of the sync socket */
-    pid_t child;     /* the process the runtime cloned */
-    pid_t pid;       /* the process that goes on to execve: child, or 0 until
-                      * INIT_PID names it (a go-between forked it) */
-    int pty_master;  /* from PTY_MASTER, else -1; the caller owns it */
+    int fd;         /* the runtime's end of the sync socket */
+    pid_t child;    /* the process the runtime cloned */
+    pid_t pid;      /* the process that goes on to execve: child, or 0 until
+                     * INIT_PID names it (a go-between forked it) */
+    int pty_master; /* from PTY_MASTER, else -1; the caller owns it */
 };
 
 /* Makes peer->pid known: when it is still 0, receives until INIT_PID
@@ -69,8 +68,8 @@ int brig_sync_peer_pid(struct brig_sync_peer *peer, brig_error_t *err);
 /* What differs between the callers of brig_sync_drive(). A NULL handler
  * makes its message a protocol error. */
 struct brig_sync_handlers {
-    const char *what;  /* names the spawn in an allocation failure */
-    const char *gone;  /* the error when the peer closes the socket before READY */
+    const char *what; /* names the spawn in an allocation failure */
+    const char *gone; /* the error when the peer closes the socket before READY */
     /* USERNS_READY: the peer is in its new user namespace (maps, MAPS_DONE). */
     int (*userns_ready)(void *ctx, struct brig_sync_peer *peer, brig_error_t *err);
     /* RUNTIME_HOOKS: the peer's mounts are ready (hooks, HOOKS_DONE). */

@@ -113,7 +113,7 @@ static int open_sysctl_file(int sysdir, const char *path)
     int fd = (int) syscall(SYS_openat2, sysdir, path, &how, sizeof how);
     if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
         return fd;
-    /* ENOSYS: old kernel; EPERM: a seccomp filter that blocks openat2. */
+        /* ENOSYS: old kernel; EPERM: a seccomp filter that blocks openat2. */
 #endif
     return openat(sysdir, path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
 }
@@ -143,8 +143,8 @@ static int write_sysctl(int sysdir, const struct brig_kv *kv, brig_error_t *err)
     if (fd < 0)
         return brig_error_set(err, errno, "sysctl `%s`: open `/proc/sys/%s`", kv->key, path);
     if (check_procfs(fd) < 0)
-        return brig_error_set(err, errno, "sysctl `%s`: `/proc/sys/%s` is not on procfs",
-                              kv->key, path);
+        return brig_error_set(err, errno, "sysctl `%s`: `/proc/sys/%s` is not on procfs", kv->key,
+                              path);
     const char *value = kv->value ? kv->value : "";
     size_t len = strlen(value);
     /* A sysctl takes its value in one write; a short write means the
@@ -154,8 +154,8 @@ static int write_sysctl(int sysdir, const struct brig_kv *kv, brig_error_t *err)
         n = write(fd, value, len);
     while (n < 0 && errno == EINTR);
     if (n < 0)
-        return brig_error_set(err, errno, "sysctl `%s`: write `%s` to `/proc/sys/%s`",
-                              kv->key, value, path);
+        return brig_error_set(err, errno, "sysctl `%s`: write `%s` to `/proc/sys/%s`", kv->key,
+                              value, path);
     if ((size_t) n != len)
         return brig_error_set(err, EIO, "sysctl `%s`: short write of `%s` to `/proc/sys/%s`",
                               kv->key, value, path);

@@ -50,9 +50,10 @@ static int set_owner_and_mode(int fd, const struct stat *st, const struct brig_r
      * only set-id and sticky bits are left to chmod. */
     if ((st->st_mode & 07777) != (n->mode & 07777) && chmod(at, n->mode & 07777) < 0)
         return -1;
-    if ((n->has_uid || n->has_gid) &&
-        fchownat(fd, "", n->has_uid ? n->uid : (uid_t) -1, n->has_gid ? n->gid : (gid_t) -1,
-                 AT_EMPTY_PATH) < 0)
+    if ((n->has_uid || n->has_gid)
+        && fchownat(fd, "", n->has_uid ? n->uid : (uid_t) -1, n->has_gid ? n->gid : (gid_t) -1,
+                    AT_EMPTY_PATH)
+               < 0)
         return -1;
     return 0;
 }
@@ -65,8 +66,8 @@ static int open_host_node(const struct brig_rootfs_node *n, const char *path)
     int fd = open(path, O_PATH | O_CLOEXEC);
     if (fd < 0)
         return -1;
-    if (fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) == n->type &&
-        st.st_rdev == makedev(n->major, n->minor))
+    if (fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) == n->type
+        && st.st_rdev == makedev(n->major, n->minor))
         return fd;
     close(fd);
     errno = ENODEV;
@@ -96,8 +97,8 @@ static int bind_host_node(int parent, const char *name, const char *path,
     if (src < 0)
         return brig_error_set(err, errno, "device `%s` (%u:%u): no such node on the host to bind",
                               path, n->major, n->minor);
-    cleanup_close int file =
-        openat(parent, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    cleanup_close int file = openat(parent, name,
+                                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (file < 0)
         return brig_error_set(err, errno, "device `%s`: create", path);
     cleanup_close int dst = openat(parent, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);

@@ -185,8 +185,7 @@ static int run_pivot_step(const struct brig_rootfs_plan *plan, const struct brig
 
 /* ---- finish ---- */
 
-static int run_finish_step(struct run_ctx *c, const struct brig_rootfs_step *s,
-                           brig_error_t *err)
+static int run_finish_step(struct run_ctx *c, const struct brig_rootfs_step *s, brig_error_t *err)
 {
     switch (s->kind) {
     case BRIG_STEP_READONLY_PATH:
@@ -214,7 +213,9 @@ int brig_rootfs_run(const struct brig_rootfs_plan *plan, enum brig_rootfs_phase 
                     brig_error_t *err)
 {
     __attribute__((cleanup(run_ctx_release))) struct run_ctx c = {
-        .root_fd = -1, .dir_fd = -1, .null_fd = -1,
+        .root_fd = -1,
+        .dir_fd = -1,
+        .null_fd = -1,
     };
     /* After pivot_root the container's "/" is the root paths resolve in. */
     if (phase == BRIG_ROOTFS_FINISH && plan->n_steps > 0

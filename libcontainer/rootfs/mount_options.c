@@ -9,10 +9,10 @@
 #include "rootfs/mounts.h"
 
 enum option_kind {
-    OPT_SET,      /* flags |= value */
-    OPT_CLEAR,    /* flags &= ~value, remembered in clear */
+    OPT_SET,   /* flags |= value */
+    OPT_CLEAR, /* flags &= ~value, remembered in clear */
     OPT_PROPAGATION,
-    OPT_REC_SET,  /* mount_setattr attr_set */
+    OPT_REC_SET, /* mount_setattr attr_set */
     OPT_REC_CLEAR,
     OPT_REC_ATIME, /* one of the MOUNT_ATTR__ATIME values, replacing the others */
     OPT_COPY_UP,   /* tmpfs over a directory starts with a copy of its contents */
@@ -157,7 +157,7 @@ static void apply_option(const struct option *o, struct brig_mount_flags *out)
 int brig_mount_parse_options(const struct brig_strv *opts, struct brig_mount_flags *out,
                              brig_error_t *err)
 {
-    *out = (struct brig_mount_flags) { 0 };
+    *out = (struct brig_mount_flags){ 0 };
     for (size_t i = 0; i < opts->n; i++) {
         const char *name = opts->v[i];
         const struct option *o = find_option(name);

@@ -45,10 +45,10 @@ static unsigned long flags_of_statfs(const struct statfs *sf)
     static const struct {
         unsigned long st, ms;
     } map[] = {
-        { ST_RDONLY, MS_RDONLY },         { ST_NOSUID, MS_NOSUID },
-        { ST_NODEV, MS_NODEV },           { ST_NOEXEC, MS_NOEXEC },
-        { ST_NOATIME, MS_NOATIME },       { ST_NODIRATIME, MS_NODIRATIME },
-        { ST_RELATIME, MS_RELATIME },     { ST_NOSYMFOLLOW, MS_NOSYMFOLLOW },
+        { ST_RDONLY, MS_RDONLY },     { ST_NOSUID, MS_NOSUID },
+        { ST_NODEV, MS_NODEV },       { ST_NOEXEC, MS_NOEXEC },
+        { ST_NOATIME, MS_NOATIME },   { ST_NODIRATIME, MS_NODIRATIME },
+        { ST_RELATIME, MS_RELATIME }, { ST_NOSYMFOLLOW, MS_NOSYMFOLLOW },
     };
     unsigned long ms = 0;
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
@@ -94,8 +94,8 @@ static void unescape_octal(char *s)
 {
     char *out = s;
     for (; *s; s++) {
-        if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
-            s[3] >= '0' && s[3] <= '7') {
+        if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0'
+            && s[3] <= '7') {
             *out++ = (char) ((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
             s += 3;
         } else {
@@ -116,7 +116,7 @@ static bool parse_mountinfo_line(char *line, struct mountinfo_entry *e)
 {
     char *save = NULL;
     bool after_dash = false;
-    *e = (struct mountinfo_entry) { 0 };
+    *e = (struct mountinfo_entry){ 0 };
     int i = 0;
     for (char *tok = strtok_r(line, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save), i++) {
         if (i == 4) {
@@ -147,8 +147,7 @@ static bool path_is_under(const char *path, const char *dir)
 
 /* The mount the rootfs directory lives on (the longest mount point above
  * it; the last one listed when several are stacked). */
-static int find_parent_mount(const char *rootfs, char **mountpoint, bool *shared,
-                             brig_error_t *err)
+static int find_parent_mount(const char *rootfs, char **mountpoint, bool *shared, brig_error_t *err)
 {
     cleanup_file FILE *f = fopen("/proc/self/mountinfo", "re");
     cleanup_free char *line = NULL;
@@ -209,8 +208,7 @@ static int mount_error(brig_error_t *err, int errnum, const struct brig_rootfs_s
     bool show_type = s->fstype && strcmp(s->fstype, source) != 0;
     return brig_error_set(err, errnum, "mount `%s`%s%s%s on `%s`%s%s", source,
                           show_type ? " (type " : "", show_type ? s->fstype : "",
-                          show_type ? ")" : "", s->path, step ? ": " : "",
-                          step ? step : "");
+                          show_type ? ")" : "", s->path, step ? ": " : "", step ? step : "");
 }
 
 /* After the mount itself: the flags a bind ignores on its first call,
@@ -298,10 +296,10 @@ static int mount_fallback_bind(int root_fd, const char *host, const struct brig_
     /* The filesystem that was asked for has no submounts; the host tree
      * does. Give them the same ro/nosuid/nodev/noexec where the kernel can
      * (mount_setattr); the top one is done either way. */
-    unsigned long long attrs = ((bound.flags & MS_RDONLY) ? MOUNT_ATTR_RDONLY : 0) |
-                               ((bound.flags & MS_NOSUID) ? MOUNT_ATTR_NOSUID : 0) |
-                               ((bound.flags & MS_NODEV) ? MOUNT_ATTR_NODEV : 0) |
-                               ((bound.flags & MS_NOEXEC) ? MOUNT_ATTR_NOEXEC : 0);
+    unsigned long long attrs = ((bound.flags & MS_RDONLY) ? MOUNT_ATTR_RDONLY : 0)
+                               | ((bound.flags & MS_NOSUID) ? MOUNT_ATTR_NOSUID : 0)
+                               | ((bound.flags & MS_NODEV) ? MOUNT_ATTR_NODEV : 0)
+                               | ((bound.flags & MS_NOEXEC) ? MOUNT_ATTR_NOEXEC : 0);
     cleanup_close int fd = brig_path_open_in_root(root_fd, s->path, O_PATH, 0, err);
     if (fd < 0)
         return brig_error_wrap(err, "mount `%s` on `%s`", mount_source_name(s), s->path);
@@ -347,7 +345,7 @@ static int copy_file_data(int from, const char *name, int to, const struct stat 
     if (out < 0)
         return -1;
     for (off_t left = st->st_size; left > 0;) {
-        ssize_t n = sendfile(out, in, NULL, left > (1 << 30) ? (1 << 30) : (size_t)left);
+        ssize_t n = sendfile(out, in, NULL, left > (1 << 30) ? (1 << 30) : (size_t) left);
         if (n < 0)
             return -1;
         if (n == 0)
@@ -366,8 +364,10 @@ static int copy_entry(int from, const char *name, int to, int depth)
     case S_IFDIR: {
         if (mkdirat(to, name, st.st_mode & 07777) < 0)
             return -1;
-        cleanup_close int sub_from = openat(from, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        cleanup_close int sub_to = openat(to, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        cleanup_close int sub_from = openat(from, name,
+                                            O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        cleanup_close int sub_to = openat(to, name,
+                                          O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (sub_from < 0 || sub_to < 0 || copy_tree(sub_from, sub_to, depth + 1) < 0)
             return -1;
         break;
@@ -434,8 +434,8 @@ static int copy_tree(int from, int to, int depth)
  * directory it now covers, holds. */
 static int copy_up(int root_fd, const struct brig_rootfs_step *s, int below, brig_error_t *err)
 {
-    cleanup_close int top = brig_path_open_in_root(root_fd, s->path,
-                                                   O_RDONLY | O_DIRECTORY, 0, err);
+    cleanup_close int top = brig_path_open_in_root(root_fd, s->path, O_RDONLY | O_DIRECTORY, 0,
+                                                   err);
     if (top < 0)
         return brig_error_wrap(err, "mount `%s` on `%s`", mount_source_name(s), s->path);
     if (copy_tree(below, top, 0) < 0)
@@ -498,8 +498,8 @@ static int mount_filesystem(int root_fd, const struct brig_rootfs_step *s, brig_
         return mount_fallback_bind(root_fd, "/sys", s, mf, 0, to, err);
     /* devpts "gid=5" fails with EINVAL when gid 5 isn't mapped into the user
      * namespace; the ptys are then owned by the container's root group. */
-    if (s->mount_kind == BRIG_MOUNT_DEVPTS && saved == EINVAL && mf->data &&
-        strstr(mf->data, "gid=") != NULL) {
+    if (s->mount_kind == BRIG_MOUNT_DEVPTS && saved == EINVAL && mf->data
+        && strstr(mf->data, "gid=") != NULL) {
         cleanup_free char *data = strdup(mf->data);
         drop_gid_option(data);
         if (data != NULL && mount(source, to, s->fstype, mf->flags, data) == 0)

@@ -13,10 +13,10 @@
  * ...) into mount(2) flags, propagation flags and the data string that goes
  * to the filesystem. Pure; used by the plan and by unit tests. */
 struct brig_mount_flags {
-    unsigned long flags;        /* MS_RDONLY | MS_NOSUID | ... | MS_BIND | MS_REC */
-    unsigned long clear;        /* flags explicitly turned off ("rw", "suid", ...) */
-    unsigned long propagation;  /* MS_SHARED | MS_SLAVE | MS_PRIVATE | MS_UNBINDABLE, + MS_REC */
-    char *data;                 /* the rest, comma-joined; NULL when none */
+    unsigned long flags;       /* MS_RDONLY | MS_NOSUID | ... | MS_BIND | MS_REC */
+    unsigned long clear;       /* flags explicitly turned off ("rw", "suid", ...) */
+    unsigned long propagation; /* MS_SHARED | MS_SLAVE | MS_PRIVATE | MS_UNBINDABLE, + MS_REC */
+    char *data;                /* the rest, comma-joined; NULL when none */
     /* "rro", "rnosuid", ...: MOUNT_ATTR_* applied with mount_setattr(2)
      * and AT_RECURSIVE to the whole tree (Linux 5.12+). */
     unsigned long long rec_attr_set;

@@ -47,7 +47,7 @@ static struct brig_rootfs_step *add_step(struct builder *b, enum brig_rootfs_pha
         b->cap = cap;
     }
     struct brig_rootfs_step *s = &p->steps[p->n_steps];
-    *s = (struct brig_rootfs_step) { .phase = phase, .kind = kind, .index = index };
+    *s = (struct brig_rootfs_step){ .phase = phase, .kind = kind, .index = index };
     if (path != NULL && (s->path = strdup(path)) == NULL) {
         oom(err);
         return NULL;
@@ -108,8 +108,8 @@ static enum brig_rootfs_mount_kind mount_kind_of(const char *type)
         const char *type;
         enum brig_rootfs_mount_kind kind;
     } kinds[] = {
-        { "tmpfs", BRIG_MOUNT_TMPFS },   { "proc", BRIG_MOUNT_PROC },
-        { "sysfs", BRIG_MOUNT_SYSFS },   { "cgroup", BRIG_MOUNT_CGROUP },
+        { "tmpfs", BRIG_MOUNT_TMPFS },    { "proc", BRIG_MOUNT_PROC },
+        { "sysfs", BRIG_MOUNT_SYSFS },    { "cgroup", BRIG_MOUNT_CGROUP },
         { "cgroup2", BRIG_MOUNT_CGROUP }, { "devpts", BRIG_MOUNT_DEVPTS },
         { "mqueue", BRIG_MOUNT_MQUEUE },
     };
@@ -202,10 +202,8 @@ static const struct {
 static const struct {
     const char *path, *target;
 } default_links[] = {
-    { "/dev/ptmx", "pts/ptmx" },
-    { "/dev/fd", "/proc/self/fd" },
-    { "/dev/stdin", "/proc/self/fd/0" },
-    { "/dev/stdout", "/proc/self/fd/1" },
+    { "/dev/ptmx", "pts/ptmx" },          { "/dev/fd", "/proc/self/fd" },
+    { "/dev/stdin", "/proc/self/fd/0" },  { "/dev/stdout", "/proc/self/fd/1" },
     { "/dev/stderr", "/proc/self/fd/2" },
 };
 
@@ -256,22 +254,24 @@ static int plan_spec_device(struct builder *b, size_t i, const struct brig_devic
     mode_t type = 0;
     if (check_node_path(i, d->path, err) < 0 || node_type_of(i, d->type, &type, err) < 0)
         return -1;
-    if (type != S_IFIFO
-        && (d->major < 0 || d->minor < 0 || d->major > 0xfff || d->minor > 0xfffff))
-        return brig_error_set(err, 0, "linux.devices[%zu]: device `%s`: bad major/minor "
-                              "%lld:%lld", i, d->path, (long long) d->major,
-                              (long long) d->minor);
+    if (type != S_IFIFO && (d->major < 0 || d->minor < 0 || d->major > 0xfff || d->minor > 0xfffff))
+        return brig_error_set(err, 0,
+                              "linux.devices[%zu]: device `%s`: bad major/minor "
+                              "%lld:%lld",
+                              i, d->path, (long long) d->major, (long long) d->minor);
     struct brig_rootfs_step *s = add_step(b, BRIG_ROOTFS_PREPARE, BRIG_STEP_DEVICE, i, d->path,
                                           err);
     if (s == NULL)
         return -1;
-    s->node = (struct brig_rootfs_node) {
+    s->node = (struct brig_rootfs_node){
         .type = type,
         .major = type == S_IFIFO ? 0 : (unsigned int) d->major,
         .minor = type == S_IFIFO ? 0 : (unsigned int) d->minor,
         .mode = d->has_file_mode ? d->file_mode : 0666,
-        .has_uid = d->has_uid, .uid = d->uid,
-        .has_gid = d->has_gid, .gid = d->gid,
+        .has_uid = d->has_uid,
+        .uid = d->uid,
+        .has_gid = d->has_gid,
+        .gid = d->gid,
         .from_host = in_userns && type != S_IFIFO,
     };
     return 0;
@@ -290,9 +290,11 @@ static int plan_dev(struct builder *b, const struct brig_spec *spec, bool in_use
                                               DEFAULT_INDEX, default_nodes[i].path, err);
         if (s == NULL)
             return -1;
-        s->node = (struct brig_rootfs_node) { .type = S_IFCHR, .major = default_nodes[i].major,
-                                              .minor = default_nodes[i].minor, .mode = 0666,
-                                              .from_host = in_userns };
+        s->node = (struct brig_rootfs_node){ .type = S_IFCHR,
+                                             .major = default_nodes[i].major,
+                                             .minor = default_nodes[i].minor,
+                                             .mode = 0666,
+                                             .from_host = in_userns };
     }
     for (size_t i = 0; i < sizeof default_links / sizeof default_links[0]; i++) {
         struct brig_rootfs_step *s = add_step(b, BRIG_ROOTFS_PREPARE, BRIG_STEP_DEV_LINK,
@@ -331,12 +333,12 @@ static int plan_prepare(struct builder *b, const struct brig_spec *spec, unsigne
      * After a recursive slave or private nothing is shared, and the init
      * need not read mountinfo to find out. */
     bool none_shared = (host & MS_REC) && (host & (MS_SLAVE | MS_PRIVATE));
-    if (!none_shared && add_step(b, BRIG_ROOTFS_PREPARE, BRIG_STEP_PRIVATE_PARENT,
-                                 DEFAULT_INDEX, rootfs, err) == NULL)
+    if (!none_shared
+        && add_step(b, BRIG_ROOTFS_PREPARE, BRIG_STEP_PRIVATE_PARENT, DEFAULT_INDEX, rootfs, err)
+               == NULL)
         return -1;
     /* pivot_root needs the new root to be a mount point. */
-    if (add_step(b, BRIG_ROOTFS_PREPARE, BRIG_STEP_BIND_ROOTFS, DEFAULT_INDEX, rootfs, err)
-        == NULL)
+    if (add_step(b, BRIG_ROOTFS_PREPARE, BRIG_STEP_BIND_ROOTFS, DEFAULT_INDEX, rootfs, err) == NULL)
         return -1;
     for (size_t i = 0; i < spec->n_mounts; i++)
         if (plan_mount(b, i, &spec->mounts[i], err) < 0)
@@ -353,8 +355,9 @@ static int plan_pivot(struct builder *b, unsigned long prop, bool no_pivot, brig
      * shared "/" would propagate to the host: with rootfsPropagation
      * "shared" these two mounts (not their children) become private; finish
      * makes the new "/" shared again. */
-    if ((prop & MS_SHARED) && add_step(b, BRIG_ROOTFS_PIVOT, BRIG_STEP_PRIVATE_ROOTS,
-                                       DEFAULT_INDEX, rootfs, err) == NULL)
+    if ((prop & MS_SHARED)
+        && add_step(b, BRIG_ROOTFS_PIVOT, BRIG_STEP_PRIVATE_ROOTS, DEFAULT_INDEX, rootfs, err)
+               == NULL)
         return -1;
     enum brig_rootfs_step_kind kind = no_pivot ? BRIG_STEP_MOVE_ROOT : BRIG_STEP_PIVOT_ROOT;
     return add_step(b, BRIG_ROOTFS_PIVOT, kind, DEFAULT_INDEX, rootfs, err) ? 0 : -1;
@@ -380,10 +383,10 @@ static int plan_finish(struct builder *b, const struct brig_spec *spec, unsigned
     const struct brig_linux *lx = spec->linux_;
     /* Read-only first, masks after: a mask inside a read-only path then sits
      * on top and stays visible. */
-    if (lx && (plan_path_list(b, &lx->readonly_paths, "readonlyPaths",
-                              BRIG_STEP_READONLY_PATH, err) < 0
-               || plan_path_list(b, &lx->masked_paths, "maskedPaths", BRIG_STEP_MASK_PATH,
-                                 err) < 0))
+    if (lx
+        && (plan_path_list(b, &lx->readonly_paths, "readonlyPaths", BRIG_STEP_READONLY_PATH, err)
+                < 0
+            || plan_path_list(b, &lx->masked_paths, "maskedPaths", BRIG_STEP_MASK_PATH, err) < 0))
         return -1;
     if (spec->root && spec->root->readonly
         && add_step(b, BRIG_ROOTFS_FINISH, BRIG_STEP_READONLY_ROOT, DEFAULT_INDEX, "/", err)

@@ -40,33 +40,33 @@ enum brig_rootfs_step_kind {
     BRIG_STEP_DEV_LINK,            /* /dev/ptmx, /dev/fd, /dev/std* */
     BRIG_STEP_DEV_SHM,             /* /dev/shm, when no mount made it */
     /* pivot */
-    BRIG_STEP_PRIVATE_ROOTS,       /* old "/" and rootfs private, for a shared propagation */
+    BRIG_STEP_PRIVATE_ROOTS, /* old "/" and rootfs private, for a shared propagation */
     BRIG_STEP_PIVOT_ROOT,
-    BRIG_STEP_MOVE_ROOT,           /* --no-pivot: MS_MOVE onto "/" and chroot */
+    BRIG_STEP_MOVE_ROOT, /* --no-pivot: MS_MOVE onto "/" and chroot */
     /* finish */
-    BRIG_STEP_READONLY_PATH,       /* linux.readonlyPaths[] */
-    BRIG_STEP_MASK_PATH,           /* linux.maskedPaths[] */
-    BRIG_STEP_READONLY_ROOT,       /* root.readonly */
-    BRIG_STEP_PROPAGATE_ROOT,      /* linux.rootfsPropagation, once the mounts are done */
+    BRIG_STEP_READONLY_PATH,  /* linux.readonlyPaths[] */
+    BRIG_STEP_MASK_PATH,      /* linux.maskedPaths[] */
+    BRIG_STEP_READONLY_ROOT,  /* root.readonly */
+    BRIG_STEP_PROPAGATE_ROOT, /* linux.rootfsPropagation, once the mounts are done */
 };
 
 /* What a mount step does with the kernel; each kind has its own fallbacks. */
 enum brig_rootfs_mount_kind {
-    BRIG_MOUNT_BIND,    /* type "bind", or no type / "none" with a bind option */
-    BRIG_MOUNT_TMPFS,   /* may copy up what it covers (tmpcopyup) */
+    BRIG_MOUNT_BIND,  /* type "bind", or no type / "none" with a bind option */
+    BRIG_MOUNT_TMPFS, /* may copy up what it covers (tmpcopyup) */
     BRIG_MOUNT_PROC,
-    BRIG_MOUNT_SYSFS,   /* the host's /sys bound where a fresh one is refused */
-    BRIG_MOUNT_CGROUP,  /* "cgroup" or "cgroup2": always cgroup2, the host's bound read-only
-                           where a fresh one is refused */
-    BRIG_MOUNT_DEVPTS,  /* retried without gid= when that gid is not mapped */
+    BRIG_MOUNT_SYSFS,  /* the host's /sys bound where a fresh one is refused */
+    BRIG_MOUNT_CGROUP, /* "cgroup" or "cgroup2": always cgroup2, the host's bound read-only
+                          where a fresh one is refused */
+    BRIG_MOUNT_DEVPTS, /* retried without gid= when that gid is not mapped */
     BRIG_MOUNT_MQUEUE,
-    BRIG_MOUNT_OTHER,   /* any other filesystem type, passed to the kernel as written */
+    BRIG_MOUNT_OTHER, /* any other filesystem type, passed to the kernel as written */
 };
 
 struct brig_rootfs_node {
-    mode_t type;              /* S_IFCHR, S_IFBLK or S_IFIFO */
+    mode_t type; /* S_IFCHR, S_IFBLK or S_IFIFO */
     unsigned int major, minor;
-    mode_t mode;              /* permission bits, set-id and sticky included */
+    mode_t mode; /* permission bits, set-id and sticky included */
     bool has_uid, has_gid;
     uid_t uid;
     gid_t gid;
@@ -89,17 +89,17 @@ struct brig_rootfs_step {
     /* MOUNT: the source as written (NULL when absent). DEV_LINK: the link's
      * target. PROPAGATE_ROOT: the rootfsPropagation name, for messages. */
     char *source;
-    char *fstype;                         /* MOUNT: the type as written, NULL when absent */
+    char *fstype;                           /* MOUNT: the type as written, NULL when absent */
     enum brig_rootfs_mount_kind mount_kind; /* MOUNT */
     /* MOUNT: the parsed options. A bind has MS_BIND in flags (and MS_REC
      * for rbind); a filesystem has neither. copy_up only on a tmpfs. */
     struct brig_mount_flags mount;
-    unsigned long propagation;            /* PROPAGATE_HOST_ROOT, PROPAGATE_ROOT */
-    struct brig_rootfs_node node;         /* DEVICE */
+    unsigned long propagation;    /* PROPAGATE_HOST_ROOT, PROPAGATE_ROOT */
+    struct brig_rootfs_node node; /* DEVICE */
 };
 
 struct brig_rootfs_plan {
-    char *rootfs;         /* absolute, canonical path of the root directory */
+    char *rootfs; /* absolute, canonical path of the root directory */
     /* No mount namespace of its own: the container shares the runtime's,
      * where nothing may be mounted, so its root is only a chroot into the
      * rootfs and the plan has no steps. */

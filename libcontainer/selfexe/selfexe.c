@@ -124,7 +124,8 @@ struct selfexe_mount_attr {
  * Needs CAP_SYS_ADMIN; -1 when it can't be had. */
 static int readonly_clone_of_self(void)
 {
-    int fd = (int) syscall(SYS_open_tree, AT_FDCWD, "/proc/self/exe", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    int fd = (int) syscall(SYS_open_tree, AT_FDCWD, "/proc/self/exe",
+                           OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
     if (fd < 0)
         return -1;
     struct selfexe_mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY };
@@ -195,8 +196,9 @@ static bool may_set_exe_file(void)
     if (syscall(SYS_capget, &head, data) < 0)
         return false;
     uint64_t eff = data[0].effective | (uint64_t) data[1].effective << 32;
-    return eff & ((1ULL << CAP_SYS_RESOURCE) | (1ULL << CAP_SYS_ADMIN)
-                  | (1ULL << CAP_CHECKPOINT_RESTORE));
+    return eff
+           & ((1ULL << CAP_SYS_RESOURCE) | (1ULL << CAP_SYS_ADMIN)
+              | (1ULL << CAP_CHECKPOINT_RESTORE));
 }
 
 static int guard_now(char **argv, int cached, brig_error_t *err);
@@ -236,8 +238,9 @@ int brig_selfexe_protect(char **argv, brig_error_t *err)
 {
     if (!selfexe_needs_guard())
         return 0;
-    cleanup_close int cached =
-        reexec_asked() ? -1 : brig_selfexe_cached_readonly(BRIG_SELFEXE_CACHE_DIR);
+    cleanup_close int cached = reexec_asked()
+                                   ? -1
+                                   : brig_selfexe_cached_readonly(BRIG_SELFEXE_CACHE_DIR);
     return guard_now(argv, cached, err);
 }
 

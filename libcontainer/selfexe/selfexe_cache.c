@@ -54,7 +54,7 @@ static bool is_readonly_view(int fd, const struct stat *self)
     struct stat st;
     struct statvfs vfs;
     return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == self->st_dev
-        && st.st_ino == self->st_ino && fstatvfs(fd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY);
+           && st.st_ino == self->st_ino && fstatvfs(fd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY);
 }
 
 static int open_entry(int dir_fd, const char *name, const struct stat *self)

@@ -38,7 +38,7 @@
 extern const ElfW(Ehdr) __ehdr_start __attribute__((visibility("hidden")));
 
 struct self_image {
-    const ElfW(Phdr) *phdr;
+    const ElfW(Phdr) * phdr;
     size_t phnum;
     uintptr_t bias; /* load address minus link address */
     uintptr_t relro_start, relro_end;
@@ -60,7 +60,7 @@ static int read_self_image(struct self_image *im, brig_error_t *err)
     const ElfW(Ehdr) *eh = &__ehdr_start;
     if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_phentsize != sizeof(ElfW(Phdr)))
         return brig_error_set(err, ENOEXEC, "read brig's own ELF header");
-    *im = (struct self_image) {
+    *im = (struct self_image){
         .phdr = (const ElfW(Phdr) *) ((const char *) eh + eh->e_phoff),
         .phnum = eh->e_phnum,
         .page = (uintptr_t) sysconf(_SC_PAGESIZE),
@@ -86,17 +86,18 @@ static int read_self_image(struct self_image *im, brig_error_t *err)
     return 0;
 }
 
-static int segment_prot(const ElfW(Phdr) *ph)
+static int segment_prot(const ElfW(Phdr) * ph)
 {
     return ((ph->p_flags & PF_R) ? PROT_READ : 0) | ((ph->p_flags & PF_W) ? PROT_WRITE : 0)
-        | ((ph->p_flags & PF_X) ? PROT_EXEC : 0);
+           | ((ph->p_flags & PF_X) ? PROT_EXEC : 0);
 }
 
 /* A copy by hand: the writable segment holds the sanitizers' redzones
  * between globals, which their memcpy would report, and a library call
  * here could go through the very relocations being moved. */
 __attribute__((no_sanitize_address)) static void copy_words(volatile uintptr_t *to,
-    const volatile uintptr_t *from, size_t len)
+                                                            const volatile uintptr_t *from,
+                                                            size_t len)
 {
     for (size_t i = 0; i < len / sizeof(uintptr_t); i++)
         to[i] = from[i];
@@ -107,7 +108,7 @@ __attribute__((no_sanitize_address)) static void copy_words(volatile uintptr_t *
  * mremap. Signals are held so that no handler writes into the old pages
  * between the copy and the move. */
 static int move_to_anonymous(const struct self_image *im, uintptr_t start, uintptr_t end, int prot,
-    brig_error_t *err)
+                             brig_error_t *err)
 {
     size_t len = end - start;
     void *copy = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -154,7 +155,7 @@ static int remap_image(const struct self_image *im, int fd, brig_error_t *err)
         /* Same file, same offset, same bytes: code that runs here goes on
          * running across the swap. */
         if (mmap((void *) start, end - start, prot, MAP_PRIVATE | MAP_FIXED, fd,
-                (off_t) page_down(ph->p_offset, im->page))
+                 (off_t) page_down(ph->p_offset, im->page))
             == MAP_FAILED)
             return brig_error_set(err, errno, "map brig's segment %zu from the read-only file", i);
     }
@@ -186,7 +187,7 @@ static int current_mm_map(struct prctl_mm_map *map, brig_error_t *err)
             return brig_error_set(err, EINVAL, "parse field %d of `/proc/self/stat`", i);
         p = end + (*end == ' ');
     }
-    *map = (struct prctl_mm_map) {
+    *map = (struct prctl_mm_map){
         .start_code = field[26],
         .end_code = field[27],
         .start_stack = field[28],

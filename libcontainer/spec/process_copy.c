@@ -17,7 +17,7 @@ static bool dup_str(char **to, const char *from)
 
 int brig_strv_copy(struct brig_strv *to, const struct brig_strv *from)
 {
-    *to = (struct brig_strv) { NULL, 0 };
+    *to = (struct brig_strv){ NULL, 0 };
     if (from->n == 0)
         return 0;
     if ((to->v = calloc(from->n + 1, sizeof *to->v)) == NULL)
@@ -86,7 +86,7 @@ static int copy_scheduler(struct brig_scheduler **to, const struct brig_schedule
         return -1;
     **to = *from;
     (*to)->policy = NULL;
-    (*to)->flags = (struct brig_strv) { NULL, 0 };
+    (*to)->flags = (struct brig_strv){ NULL, 0 };
     if (!dup_str(&(*to)->policy, from->policy) || brig_strv_copy(&(*to)->flags, &from->flags) < 0)
         return -1;
     return 0;
@@ -105,8 +105,7 @@ static int copy_io_priority(struct brig_io_priority **to, const struct brig_io_p
 
 /* Every owned field copied; the scalars come along with the struct copy.
  * On failure the half-made copy is freed here. */
-int brig_process_copy(const struct brig_process *from, struct brig_process **out,
-                      brig_error_t *err)
+int brig_process_copy(const struct brig_process *from, struct brig_process **out, brig_error_t *err)
 {
     struct brig_process *p = calloc(1, sizeof *p);
     if (p == NULL)

@@ -443,8 +443,8 @@ int brig_spec_parse(const char *json, size_t len, const char *origin, struct bri
     return 0;
 }
 
-int brig_process_parse(const char *json, size_t len, const char *origin,
-                       struct brig_process **out, brig_error_t *err)
+int brig_process_parse(const char *json, size_t len, const char *origin, struct brig_process **out,
+                       brig_error_t *err)
 {
     struct brig_json_ctx c = { .origin = origin ? origin : "process.json", .err = err };
     cleanup_tree yajl_val tree = NULL;
@@ -491,8 +491,8 @@ static void seccomp_specp(struct brig_seccomp **s)
     brig_seccomp_free_spec(*s);
 }
 
-int brig_seccomp_parse(const char *json, size_t len, const char *origin,
-                       struct brig_seccomp **out, brig_error_t *err)
+int brig_seccomp_parse(const char *json, size_t len, const char *origin, struct brig_seccomp **out,
+                       brig_error_t *err)
 {
     struct brig_json_ctx c = { .origin = origin ? origin : "seccomp.json", .err = err };
     cleanup_tree yajl_val tree = NULL;
@@ -556,7 +556,8 @@ int brig_spec_load_text(const char *path, struct brig_spec **out, char **text, s
 {
     cleanup_free char *data = NULL;
     *out = NULL;
-    if (read_whole_file(path, &data, len, err) < 0 || brig_spec_parse(data, *len, path, out, err) < 0)
+    if (read_whole_file(path, &data, len, err) < 0
+        || brig_spec_parse(data, *len, path, out, err) < 0)
         return -1;
     *text = brig_steal_ptr(data);
     return 0;

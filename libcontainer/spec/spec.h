@@ -16,7 +16,7 @@
 #define BRIG_OCI_VERSION "1.2.0"
 
 struct brig_strv {
-    char **v;  /* NULL-terminated (when n > 0), directly usable for execve */
+    char **v; /* NULL-terminated (when n > 0), directly usable for execve */
     size_t n;
 };
 
@@ -41,8 +41,8 @@ struct brig_user {
 };
 
 struct brig_rlimit {
-    char *type;     /* "RLIMIT_NOFILE" */
-    int resource;   /* RLIMIT_NOFILE, resolved by the parser */
+    char *type;   /* "RLIMIT_NOFILE" */
+    int resource; /* RLIMIT_NOFILE, resolved by the parser */
     uint64_t hard;
     uint64_t soft;
 };
@@ -56,7 +56,7 @@ struct brig_capabilities {
 };
 
 struct brig_scheduler {
-    char *policy;   /* "SCHED_OTHER", ... */
+    char *policy; /* "SCHED_OTHER", ... */
     int32_t nice;
     int32_t priority;
     struct brig_strv flags;
@@ -66,7 +66,7 @@ struct brig_scheduler {
 };
 
 struct brig_io_priority {
-    char *class;    /* "IOPRIO_CLASS_RT" | "IOPRIO_CLASS_BE" | "IOPRIO_CLASS_IDLE" */
+    char *class; /* "IOPRIO_CLASS_RT" | "IOPRIO_CLASS_BE" | "IOPRIO_CLASS_IDLE" */
     int32_t priority;
 };
 
@@ -79,7 +79,7 @@ struct brig_process {
     struct brig_strv args;
     struct brig_strv env;
     char *cwd;
-    struct brig_capabilities *capabilities;  /* NULL when absent */
+    struct brig_capabilities *capabilities; /* NULL when absent */
     struct brig_rlimit *rlimits;
     size_t n_rlimits;
     bool no_new_privileges;
@@ -87,14 +87,14 @@ struct brig_process {
     bool has_oom_score_adj;
     int oom_score_adj;
     char *selinux_label;
-    struct brig_scheduler *scheduler;        /* NULL when absent */
-    struct brig_io_priority *io_priority;    /* NULL when absent */
+    struct brig_scheduler *scheduler;     /* NULL when absent */
+    struct brig_io_priority *io_priority; /* NULL when absent */
     char *exec_cpu_affinity_initial;
     char *exec_cpu_affinity_final;
 };
 
 struct brig_root {
-    char *path;      /* as written; relative to the bundle unless absolute */
+    char *path; /* as written; relative to the bundle unless absolute */
     bool readonly;
 };
 
@@ -106,7 +106,7 @@ struct brig_id_mapping {
 
 struct brig_mount {
     char *destination;
-    char *type;      /* NULL when absent (bind mounts may omit it) */
+    char *type; /* NULL when absent (bind mounts may omit it) */
     char *source;
     struct brig_strv options;
     struct brig_id_mapping *uid_mappings;
@@ -120,7 +120,7 @@ struct brig_hook {
     struct brig_strv args;
     struct brig_strv env;
     bool has_timeout;
-    int timeout;     /* seconds, > 0 */
+    int timeout; /* seconds, > 0 */
 };
 
 struct brig_hook_list {
@@ -151,11 +151,11 @@ enum brig_ns_type {
 
 struct brig_namespace {
     enum brig_ns_type type;
-    char *path;      /* NULL: create a new one; else join this one */
+    char *path; /* NULL: create a new one; else join this one */
 };
 
 struct brig_device {
-    char *type;      /* "c" | "b" | "u" | "p" */
+    char *type; /* "c" | "b" | "u" | "p" */
     char *path;
     int64_t major;
     int64_t minor;
@@ -169,43 +169,61 @@ struct brig_device {
 
 struct brig_device_rule {
     bool allow;
-    char *type;      /* NULL means "a" */
+    char *type; /* NULL means "a" */
     bool has_major;
     int64_t major;
     bool has_minor;
     int64_t minor;
-    char *access;    /* "rwm" subset, NULL means all */
+    char *access; /* "rwm" subset, NULL means all */
 };
 
 struct brig_memory {
-    bool has_limit;       int64_t limit;
-    bool has_reservation; int64_t reservation;
-    bool has_swap;        int64_t swap;
-    bool has_kernel;      int64_t kernel;
-    bool has_kernel_tcp;  int64_t kernel_tcp;
-    bool has_swappiness;  uint64_t swappiness;
-    bool has_disable_oom_killer; bool disable_oom_killer;
-    bool has_use_hierarchy;      bool use_hierarchy;
-    bool has_check_before_update; bool check_before_update;
+    bool has_limit;
+    int64_t limit;
+    bool has_reservation;
+    int64_t reservation;
+    bool has_swap;
+    int64_t swap;
+    bool has_kernel;
+    int64_t kernel;
+    bool has_kernel_tcp;
+    int64_t kernel_tcp;
+    bool has_swappiness;
+    uint64_t swappiness;
+    bool has_disable_oom_killer;
+    bool disable_oom_killer;
+    bool has_use_hierarchy;
+    bool use_hierarchy;
+    bool has_check_before_update;
+    bool check_before_update;
 };
 
 struct brig_cpu {
-    bool has_shares;           uint64_t shares;
-    bool has_quota;            int64_t quota;
-    bool has_burst;            uint64_t burst;
-    bool has_period;           uint64_t period;
-    bool has_realtime_runtime; int64_t realtime_runtime;
-    bool has_realtime_period;  uint64_t realtime_period;
+    bool has_shares;
+    uint64_t shares;
+    bool has_quota;
+    int64_t quota;
+    bool has_burst;
+    uint64_t burst;
+    bool has_period;
+    uint64_t period;
+    bool has_realtime_runtime;
+    int64_t realtime_runtime;
+    bool has_realtime_period;
+    uint64_t realtime_period;
     char *cpus;
     char *mems;
-    bool has_idle;             int64_t idle;
+    bool has_idle;
+    int64_t idle;
 };
 
 struct brig_weight_device {
     int64_t major;
     int64_t minor;
-    bool has_weight;      uint16_t weight;
-    bool has_leaf_weight; uint16_t leaf_weight;
+    bool has_weight;
+    uint16_t weight;
+    bool has_leaf_weight;
+    uint16_t leaf_weight;
 };
 
 struct brig_throttle_device {
@@ -220,8 +238,10 @@ struct brig_throttle_list {
 };
 
 struct brig_block_io {
-    bool has_weight;      uint16_t weight;
-    bool has_leaf_weight; uint16_t leaf_weight;
+    bool has_weight;
+    uint16_t weight;
+    bool has_leaf_weight;
+    uint16_t leaf_weight;
     struct brig_weight_device *weight_devices;
     size_t n_weight_devices;
     struct brig_throttle_list throttle_read_bps;
@@ -231,7 +251,7 @@ struct brig_block_io {
 };
 
 struct brig_hugepage_limit {
-    char *page_size;     /* "2MB" */
+    char *page_size; /* "2MB" */
     uint64_t limit;
 };
 
@@ -242,18 +262,20 @@ struct brig_net_priority {
 
 struct brig_rdma_limit {
     char *device;
-    bool has_hca_handles; uint32_t hca_handles;
-    bool has_hca_objects; uint32_t hca_objects;
+    bool has_hca_handles;
+    uint32_t hca_handles;
+    bool has_hca_objects;
+    uint32_t hca_objects;
 };
 
 struct brig_resources {
     struct brig_device_rule *devices;
     size_t n_devices;
-    struct brig_memory *memory;          /* NULL when absent */
-    struct brig_cpu *cpu;                /* NULL when absent */
+    struct brig_memory *memory; /* NULL when absent */
+    struct brig_cpu *cpu;       /* NULL when absent */
     bool has_pids_limit;
     int64_t pids_limit;
-    struct brig_block_io *block_io;      /* NULL when absent */
+    struct brig_block_io *block_io; /* NULL when absent */
     struct brig_hugepage_limit *hugepage_limits;
     size_t n_hugepage_limits;
     bool has_net_class_id;
@@ -269,12 +291,12 @@ struct brig_seccomp_arg {
     uint32_t index;
     uint64_t value;
     uint64_t value_two;
-    char *op;            /* "SCMP_CMP_EQ", ... */
+    char *op; /* "SCMP_CMP_EQ", ... */
 };
 
 struct brig_seccomp_syscall {
     struct brig_strv names;
-    char *action;        /* "SCMP_ACT_ERRNO", ... */
+    char *action; /* "SCMP_ACT_ERRNO", ... */
     bool has_errno_ret;
     uint32_t errno_ret;
     struct brig_seccomp_arg *args;
@@ -300,7 +322,7 @@ struct brig_time_offset {
 };
 
 struct brig_personality {
-    char *domain;        /* "LINUX" | "LINUX32" */
+    char *domain; /* "LINUX" | "LINUX32" */
     struct brig_strv flags;
 };
 
@@ -322,10 +344,10 @@ struct brig_linux {
     struct brig_device *devices;
     size_t n_devices;
     char *cgroups_path;
-    struct brig_resources *resources;    /* NULL when absent */
+    struct brig_resources *resources; /* NULL when absent */
     struct brig_kv_list sysctl;
-    struct brig_seccomp *seccomp;        /* NULL when absent */
-    char *rootfs_propagation;            /* "shared" | "slave" | "private" | "unbindable" | ... */
+    struct brig_seccomp *seccomp; /* NULL when absent */
+    char *rootfs_propagation;     /* "shared" | "slave" | "private" | "unbindable" | ... */
     struct brig_strv masked_paths;
     struct brig_strv readonly_paths;
     char *mount_label;
@@ -335,21 +357,21 @@ struct brig_linux {
 
 struct brig_spec {
     char *oci_version;
-    struct brig_process *process;   /* required by create/run; NULL when absent */
-    struct brig_root *root;         /* required on Linux */
+    struct brig_process *process; /* required by create/run; NULL when absent */
+    struct brig_root *root;       /* required on Linux */
     char *hostname;
     char *domainname;
     struct brig_mount *mounts;
     size_t n_mounts;
     struct brig_hooks hooks;
     struct brig_kv_list annotations;
-    struct brig_linux *linux_;      /* NULL when absent */
+    struct brig_linux *linux_; /* NULL when absent */
 };
 
 /* Parses and validates a whole config.json. `origin` names the file in
  * messages: "config.json: process.args: expected an array of strings". */
-int brig_spec_parse(const char *json, size_t len, const char *origin,
-                    struct brig_spec **out, brig_error_t *err);
+int brig_spec_parse(const char *json, size_t len, const char *origin, struct brig_spec **out,
+                    brig_error_t *err);
 int brig_spec_load(const char *path, struct brig_spec **out, brig_error_t *err);
 /* The same, also handing back the file's bytes, for a
  * caller that keeps a copy of what it parsed without reading it again. */
@@ -366,8 +388,8 @@ static inline void brig_spec_freep(struct brig_spec **spec)
 #define cleanup_spec __attribute__((cleanup(brig_spec_freep)))
 
 /* A lone OCI process object (exec --process FILE). */
-int brig_process_parse(const char *json, size_t len, const char *origin,
-                       struct brig_process **out, brig_error_t *err);
+int brig_process_parse(const char *json, size_t len, const char *origin, struct brig_process **out,
+                       brig_error_t *err);
 void brig_process_free(struct brig_process *process);
 /* Deep copies (spec/process_copy.c): every owned field duplicated, so the
  * copy can be changed and freed on its own. */
@@ -385,14 +407,14 @@ void brig_resources_free(struct brig_resources *r);
 
 /* A bare seccomp profile: the JSON shape of linux.seccomp (`brig spec
  * --seccomp FILE`, seccomp-profiles/). Errors name `origin` and the field. */
-int brig_seccomp_parse(const char *json, size_t len, const char *origin,
-                       struct brig_seccomp **out, brig_error_t *err);
+int brig_seccomp_parse(const char *json, size_t len, const char *origin, struct brig_seccomp **out,
+                       brig_error_t *err);
 void brig_seccomp_free_spec(struct brig_seccomp *s);
 
 /* The namespace of a type, or NULL when the spec doesn't ask for it. */
 const struct brig_namespace *brig_spec_namespace(const struct brig_spec *spec,
                                                  enum brig_ns_type type);
-const char *brig_ns_type_name(enum brig_ns_type type);  /* "pid", "network", ... */
+const char *brig_ns_type_name(enum brig_ns_type type); /* "pid", "network", ... */
 
 /* The default spec's linux.maskedPaths and linux.readonlyPaths,
  * NULL-terminated. */

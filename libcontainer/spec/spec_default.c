@@ -91,7 +91,10 @@ static void put_strv(struct writer *w, const char *key, const char *const *v,
 }
 
 static const char *const default_caps[] = {
-    "CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE", NULL,
+    "CAP_AUDIT_WRITE",
+    "CAP_KILL",
+    "CAP_NET_BIND_SERVICE",
+    NULL,
 };
 
 static void put_process(struct writer *w)
@@ -135,20 +138,29 @@ struct default_mount {
 static const struct default_mount default_mounts[] = {
     { "/proc", "proc", "proc", { NULL } },
     { "/dev", "tmpfs", "tmpfs", { "nosuid", "strictatime", "mode=755", "size=65536k", NULL } },
-    { "/dev/pts", "devpts", "devpts",
+    { "/dev/pts",
+      "devpts",
+      "devpts",
       { "nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5", NULL } },
-    { "/dev/shm", "tmpfs", "shm",
+    { "/dev/shm",
+      "tmpfs",
+      "shm",
       { "nosuid", "noexec", "nodev", "mode=1777", "size=65536k", NULL } },
     { "/dev/mqueue", "mqueue", "mqueue", { "nosuid", "noexec", "nodev", NULL } },
     { "/sys", "sysfs", "sysfs", { "nosuid", "noexec", "nodev", "ro", NULL } },
-    { "/sys/fs/cgroup", "cgroup", "cgroup",
+    { "/sys/fs/cgroup",
+      "cgroup",
+      "cgroup",
       { "nosuid", "noexec", "nodev", "relatime", "ro", NULL } },
 };
 
 /* A user namespace can't mount a fresh sysfs without its own network
  * namespace, so rootless containers see the host's /sys through a bind. */
 static const struct default_mount rootless_sys = {
-    "/sys", "none", "/sys", { "rbind", "nosuid", "noexec", "nodev", "ro", NULL },
+    "/sys",
+    "none",
+    "/sys",
+    { "rbind", "nosuid", "noexec", "nodev", "ro", NULL },
 };
 
 /* Only ids mapped into the user namespace can be named in mount options,
@@ -190,9 +202,18 @@ static void put_id_mapping(struct writer *w, const char *key, unsigned host_id)
 /* What a container must not read, and what it must not write, of the
  * kernel's files: the default spec's lists, which profiles reuse. */
 const char *const brig_default_masked_paths[] = {
-    "/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
-    "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/sys/firmware",
-    "/proc/scsi", "/sys/devices/virtual/powercap", NULL,
+    "/proc/acpi",
+    "/proc/asound",
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/latency_stats",
+    "/proc/timer_list",
+    "/proc/timer_stats",
+    "/proc/sched_debug",
+    "/sys/firmware",
+    "/proc/scsi",
+    "/sys/devices/virtual/powercap",
+    NULL,
 };
 const char *const brig_default_readonly_paths[] = {
     "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", NULL,

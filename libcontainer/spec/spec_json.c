@@ -182,8 +182,8 @@ static int integer_literal(struct brig_json_ctx *c, yajl_val v, const char *key,
     return 1;
 }
 
-static int value_i64(struct brig_json_ctx *c, yajl_val v, const char *key, int64_t min,
-                     int64_t max, int64_t *out)
+static int value_i64(struct brig_json_ctx *c, yajl_val v, const char *key, int64_t min, int64_t max,
+                     int64_t *out)
 {
     bool neg;
     uint64_t mag;
@@ -213,8 +213,8 @@ int brig_json_value_u64(struct brig_json_ctx *c, yajl_val v, const char *key, ui
     return 1;
 }
 
-int brig_json_i64(struct brig_json_ctx *c, yajl_val obj, const char *key, int64_t min,
-                  int64_t max, int64_t *out)
+int brig_json_i64(struct brig_json_ctx *c, yajl_val obj, const char *key, int64_t min, int64_t max,
+                  int64_t *out)
 {
     yajl_val v = brig_json_field(obj, key);
     if (v == NULL)
@@ -272,8 +272,7 @@ static int array_of(struct brig_json_ctx *c, yajl_val obj, const char *key, yajl
     return 1;
 }
 
-int brig_json_strv(struct brig_json_ctx *c, yajl_val obj, const char *key,
-                   struct brig_strv *out)
+int brig_json_strv(struct brig_json_ctx *c, yajl_val obj, const char *key, struct brig_strv *out)
 {
     yajl_val arr;
     int r = array_of(c, obj, key, &arr);
@@ -305,8 +304,7 @@ int brig_json_strv(struct brig_json_ctx *c, yajl_val obj, const char *key,
     return 1;
 }
 
-int brig_json_kv(struct brig_json_ctx *c, yajl_val obj, const char *key,
-                 struct brig_kv_list *out)
+int brig_json_kv(struct brig_json_ctx *c, yajl_val obj, const char *key, struct brig_kv_list *out)
 {
     yajl_val map;
     int r = brig_json_object(c, obj, key, &map);

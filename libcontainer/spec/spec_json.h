@@ -45,8 +45,8 @@ yajl_val brig_json_field(yajl_val obj, const char *key);
 int brig_json_object(struct brig_json_ctx *c, yajl_val obj, const char *key, yajl_val *out);
 int brig_json_string(struct brig_json_ctx *c, yajl_val obj, const char *key, char **out);
 int brig_json_bool(struct brig_json_ctx *c, yajl_val obj, const char *key, bool *out);
-int brig_json_i64(struct brig_json_ctx *c, yajl_val obj, const char *key, int64_t min,
-                  int64_t max, int64_t *out);
+int brig_json_i64(struct brig_json_ctx *c, yajl_val obj, const char *key, int64_t min, int64_t max,
+                  int64_t *out);
 int brig_json_u64(struct brig_json_ctx *c, yajl_val obj, const char *key, uint64_t max,
                   uint64_t *out);
 int brig_json_u32(struct brig_json_ctx *c, yajl_val obj, const char *key, uint32_t *out);
@@ -56,43 +56,41 @@ int brig_json_i32(struct brig_json_ctx *c, yajl_val obj, const char *key, int32_
 int brig_json_value_u64(struct brig_json_ctx *c, yajl_val v, const char *key, uint64_t max,
                         uint64_t *out);
 
-int brig_json_strv(struct brig_json_ctx *c, yajl_val obj, const char *key,
-                   struct brig_strv *out);
+int brig_json_strv(struct brig_json_ctx *c, yajl_val obj, const char *key, struct brig_strv *out);
 /* An object of string values: annotations, sysctl, unified. */
-int brig_json_kv(struct brig_json_ctx *c, yajl_val obj, const char *key,
-                 struct brig_kv_list *out);
+int brig_json_kv(struct brig_json_ctx *c, yajl_val obj, const char *key, struct brig_kv_list *out);
 
 /* An array of objects; fn fills one zeroed element. *items and *n are set
  * before the first element is parsed, so a failure leaves a freeable array. */
 typedef int (*brig_json_elem_fn)(struct brig_json_ctx *c, yajl_val v, void *item);
 int brig_json_objects(struct brig_json_ctx *c, yajl_val obj, const char *key, size_t size,
                       void **items, size_t *n, brig_json_elem_fn fn);
-#define BRIG_JSON_OBJECTS(c, obj, key, arr, n, fn)                                      \
-    ({                                                                                  \
-        void *_items = NULL;                                                            \
-        int _r = brig_json_objects((c), (obj), (key), sizeof *(arr), &_items, &(n), (fn));\
-        (arr) = _items;                                                                 \
-        _r;                                                                             \
+#define BRIG_JSON_OBJECTS(c, obj, key, arr, n, fn)                                         \
+    ({                                                                                     \
+        void *_items = NULL;                                                               \
+        int _r = brig_json_objects((c), (obj), (key), sizeof *(arr), &_items, &(n), (fn)); \
+        (arr) = _items;                                                                    \
+        _r;                                                                                \
     })
 
 /* An optional sub-object parsed by fn into a newly allocated *field;
  * evaluates to 1 when present, 0 when absent, -1 on error. */
-#define BRIG_JSON_SUBOBJECT(c, obj, key, field, fn)                                     \
-    ({                                                                                  \
-        yajl_val _sub;                                                                  \
-        int _r = brig_json_object((c), (obj), (key), &_sub);                            \
-        if (_r > 0) {                                                                   \
-            (field) = calloc(1, sizeof *(field));                                       \
-            if ((field) == NULL) {                                                      \
-                _r = brig_json_oom(c);                                                  \
-            } else {                                                                    \
-                size_t _mark = brig_json_push_key((c), (key));                          \
-                _r = fn((c), _sub, (field)) < 0 ? -1 : 1;                               \
-                if (_r > 0)                                                             \
-                    brig_json_pop((c), _mark);                                          \
-            }                                                                           \
-        }                                                                               \
-        _r;                                                                             \
+#define BRIG_JSON_SUBOBJECT(c, obj, key, field, fn)            \
+    ({                                                         \
+        yajl_val _sub;                                         \
+        int _r = brig_json_object((c), (obj), (key), &_sub);   \
+        if (_r > 0) {                                          \
+            (field) = calloc(1, sizeof *(field));              \
+            if ((field) == NULL) {                             \
+                _r = brig_json_oom(c);                         \
+            } else {                                           \
+                size_t _mark = brig_json_push_key((c), (key)); \
+                _r = fn((c), _sub, (field)) < 0 ? -1 : 1;      \
+                if (_r > 0)                                    \
+                    brig_json_pop((c), _mark);                 \
+            }                                                  \
+        }                                                      \
+        _r;                                                    \
     })
 
 int brig_json_id_mappings(struct brig_json_ctx *c, yajl_val obj, const char *key,

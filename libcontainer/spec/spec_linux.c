@@ -228,11 +228,11 @@ static int parse_memory(struct brig_json_ctx *c, yajl_val v, struct brig_memory 
         || opt_i64(c, v, "swap", &m->has_swap, &m->swap) < 0
         || opt_i64(c, v, "kernel", &m->has_kernel, &m->kernel) < 0
         || opt_i64(c, v, "kernelTCP", &m->has_kernel_tcp, &m->kernel_tcp) < 0
-        || opt_bool(c, v, "disableOOMKiller", &m->has_disable_oom_killer,
-                    &m->disable_oom_killer) < 0
+        || opt_bool(c, v, "disableOOMKiller", &m->has_disable_oom_killer, &m->disable_oom_killer)
+               < 0
         || opt_bool(c, v, "useHierarchy", &m->has_use_hierarchy, &m->use_hierarchy) < 0
-        || opt_bool(c, v, "checkBeforeUpdate", &m->has_check_before_update,
-                    &m->check_before_update) < 0)
+        || opt_bool(c, v, "checkBeforeUpdate", &m->has_check_before_update, &m->check_before_update)
+               < 0)
         return -1;
     return 0;
 }
@@ -287,7 +287,8 @@ static int parse_block_io(struct brig_json_ctx *c, yajl_val v, struct brig_block
     if (opt_u16(c, v, "weight", &b->has_weight, &b->weight) < 0
         || opt_u16(c, v, "leafWeight", &b->has_leaf_weight, &b->leaf_weight) < 0
         || BRIG_JSON_OBJECTS(c, v, "weightDevice", b->weight_devices, b->n_weight_devices,
-                             parse_weight_device) < 0)
+                             parse_weight_device)
+               < 0)
         return -1;
     for (size_t i = 0; i < sizeof throttles / sizeof throttles[0]; i++) {
         struct brig_throttle_list *l = throttles[i].list;
@@ -328,7 +329,8 @@ static int parse_network(struct brig_json_ctx *c, yajl_val res, struct brig_reso
     size_t mark = brig_json_push_key(c, "network");
     if (opt_u32(c, v, "classID", &r->has_net_class_id, &r->net_class_id) < 0
         || BRIG_JSON_OBJECTS(c, v, "priorities", r->net_priorities, r->n_net_priorities,
-                             parse_net_priority) < 0)
+                             parse_net_priority)
+               < 0)
         return -1;
     brig_json_pop(c, mark);
     return 0;
@@ -384,13 +386,12 @@ int brig_spec_parse_resources(struct brig_json_ctx *c, yajl_val v, struct brig_r
 {
     if (BRIG_JSON_OBJECTS(c, v, "devices", r->devices, r->n_devices, parse_device_rule) < 0
         || BRIG_JSON_SUBOBJECT(c, v, "memory", r->memory, parse_memory) < 0
-        || BRIG_JSON_SUBOBJECT(c, v, "cpu", r->cpu, parse_cpu) < 0
-        || parse_pids(c, v, r) < 0
+        || BRIG_JSON_SUBOBJECT(c, v, "cpu", r->cpu, parse_cpu) < 0 || parse_pids(c, v, r) < 0
         || BRIG_JSON_SUBOBJECT(c, v, "blockIO", r->block_io, parse_block_io) < 0
         || BRIG_JSON_OBJECTS(c, v, "hugepageLimits", r->hugepage_limits, r->n_hugepage_limits,
-                             parse_hugepage_limit) < 0
-        || parse_network(c, v, r) < 0
-        || parse_rdma(c, v, r) < 0
+                             parse_hugepage_limit)
+               < 0
+        || parse_network(c, v, r) < 0 || parse_rdma(c, v, r) < 0
         || brig_json_kv(c, v, "unified", &r->unified) < 0)
         return -1;
     return 0;
@@ -435,8 +436,8 @@ static int parse_seccomp(struct brig_json_ctx *c, yajl_val v, struct brig_seccom
         || brig_json_strv(c, v, "flags", &s->flags) < 0
         || brig_json_string(c, v, "listenerPath", &s->listener_path) < 0
         || brig_json_string(c, v, "listenerMetadata", &s->listener_metadata) < 0
-        || BRIG_JSON_OBJECTS(c, v, "syscalls", s->syscalls, s->n_syscalls,
-                             parse_seccomp_syscall) < 0)
+        || BRIG_JSON_OBJECTS(c, v, "syscalls", s->syscalls, s->n_syscalls, parse_seccomp_syscall)
+               < 0)
         return -1;
     return 0;
 }
@@ -464,13 +465,13 @@ static int parse_intel_rdt(struct brig_json_ctx *c, yajl_val v, struct brig_inte
 
 static int parse_rootfs_propagation(struct brig_json_ctx *c, yajl_val v, struct brig_linux *l)
 {
-    static const char *const modes[] = { "shared",  "slave",  "private",  "unbindable",
-                                         "rshared", "rslave", "rprivate", "runbindable",
-                                         NULL };
+    static const char *const modes[] = { "shared",     "slave",       "private",
+                                         "unbindable", "rshared",     "rslave",
+                                         "rprivate",   "runbindable", NULL };
     int r = brig_json_string(c, v, "rootfsPropagation", &l->rootfs_propagation);
     if (r > 0 && !one_of(l->rootfs_propagation, modes))
-        return brig_json_fail(c, "rootfsPropagation",
-                              "unknown propagation `%s`", l->rootfs_propagation);
+        return brig_json_fail(c, "rootfsPropagation", "unknown propagation `%s`",
+                              l->rootfs_propagation);
     return r < 0 ? -1 : 0;
 }
 

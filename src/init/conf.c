@@ -256,7 +256,8 @@ static int parse_environment(struct parser *p, const char *v, char ***out)
                 entry[len++] = *c;
         }
         /* Blanks before the comma separate; quoted ones were kept above. */
-        while (len > keylen + 1 && (entry[len - 1] == ' ' || entry[len - 1] == '\t') && c[-1] != '"')
+        while (len > keylen + 1 && (entry[len - 1] == ' ' || entry[len - 1] == '\t')
+               && c[-1] != '"')
             len--;
         if (quoted) {
             free(entry);
@@ -415,7 +416,8 @@ static int valid_name(const char *s)
     return 1;
 }
 
-static int open_section(struct parser *p, char *line, struct init_config *cfg, unsigned *section_line)
+static int open_section(struct parser *p, char *line, struct init_config *cfg,
+                        unsigned *section_line)
 {
     char *end = strchr(line, ']');
     if (!end || end[1] != '\0')
@@ -457,8 +459,8 @@ static int close_section(struct parser *p, struct init_config *cfg, unsigned sec
     return 0;
 }
 
-int init_config_parse(const char *text, const char *name, struct init_config *cfg,
-                      char *err, size_t errlen)
+int init_config_parse(const char *text, const char *name, struct init_config *cfg, char *err,
+                      size_t errlen)
 {
     struct parser p = { .name = name, .line = 0, .err = err, .errlen = errlen };
     unsigned section_line = 0;
@@ -476,7 +478,8 @@ int init_config_parse(const char *text, const char *name, struct init_config *cf
         if (!*line || *line == '#' || *line == ';')
             continue;
         if (*line == '[') {
-            if (close_section(&p, cfg, section_line) < 0 || open_section(&p, line, cfg, &section_line) < 0)
+            if (close_section(&p, cfg, section_line) < 0
+                || open_section(&p, line, cfg, &section_line) < 0)
                 goto fail;
             continue;
         }

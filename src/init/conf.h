@@ -13,7 +13,7 @@ enum init_autorestart {
 };
 
 struct init_log_config {
-    char *path; /* NULL: the stream goes to brig-init's own */
+    char *path;        /* NULL: the stream goes to brig-init's own */
     uint64_t maxbytes; /* 0: never rotated */
     unsigned backups;
 };
@@ -39,8 +39,8 @@ struct init_config {
 
 /* Parses the text of a configuration file (NAME is used in messages).
  * On error returns -1 and writes one line "NAME:LINE: what" into ERR. */
-int init_config_parse(const char *text, const char *name, struct init_config *cfg,
-                      char *err, size_t errlen);
+int init_config_parse(const char *text, const char *name, struct init_config *cfg, char *err,
+                      size_t errlen);
 
 /* Reads and parses the file PATH; errors as above (or "PATH: strerror"). */
 int init_config_load(const char *path, struct init_config *cfg, char *err, size_t errlen);

@@ -9,7 +9,8 @@
 
 static int reopen(struct init_log *log, int extra_flags)
 {
-    int fd = open(log->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY | extra_flags, 0644);
+    int fd = open(log->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY | extra_flags,
+                  0644);
     if (fd < 0)
         return -1;
     struct stat st;

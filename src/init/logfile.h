@@ -9,7 +9,7 @@
 struct init_log {
     const char *path;
     uint64_t maxbytes; /* 0: never rotated */
-    unsigned backups; /* 0: the file is emptied instead of rotated */
+    unsigned backups;  /* 0: the file is emptied instead of rotated */
     int fd;
     uint64_t size;
 };

@@ -22,7 +22,8 @@
 
 #define DEFAULT_CONFIG "/etc/brig/init.conf"
 
-static const char usage[] = "Usage: brig-init [--config FILE] [--grace SECONDS] [--] [COMMAND [ARG...]]\n";
+static const char usage[] =
+    "Usage: brig-init [--config FILE] [--grace SECONDS] [--] [COMMAND [ARG...]]\n";
 
 static const char help[] =
     "A small init for brig sandboxes: reaps zombies, forwards SIGTERM, SIGINT and\n"
@@ -170,13 +171,15 @@ static void kill_everything(struct init *in)
     }
     for (size_t i = 0; i < in->n_svcs; i++) {
         if (in->svcs[i].pid > 0) {
-            fprintf(stderr, "brig-init: %s: grace period over, killing it\n", in->svcs[i].prog->name);
+            fprintf(stderr, "brig-init: %s: grace period over, killing it\n",
+                    in->svcs[i].prog->name);
             service_signal(&in->svcs[i], SIGKILL);
         }
     }
     size_t left = signal_adopted(in, SIGKILL);
     if (left)
-        fprintf(stderr, "brig-init: grace period over, killing %zu leftover process%s\n", left, left == 1 ? "" : "es");
+        fprintf(stderr, "brig-init: grace period over, killing %zu leftover process%s\n", left,
+                left == 1 ? "" : "es");
     in->killed = 1;
 }
 
@@ -248,14 +251,14 @@ static int event_loop(struct init *in, int sfd)
             signal_adopted(in, SIGKILL);
 
         size_t n = 0;
-        fds[n++] = (struct pollfd) { .fd = sfd, .events = POLLIN };
+        fds[n++] = (struct pollfd){ .fd = sfd, .events = POLLIN };
         for (size_t i = 0; i < in->n_svcs; i++) {
             int pipes[2] = { in->svcs[i].out_pipe, in->svcs[i].err_pipe };
             for (int j = 0; j < 2; j++) {
                 if (pipes[j] < 0)
                     continue;
                 owner[n] = &in->svcs[i];
-                fds[n++] = (struct pollfd) { .fd = pipes[j], .events = POLLIN };
+                fds[n++] = (struct pollfd){ .fd = pipes[j], .events = POLLIN };
             }
         }
         int r = poll(fds, n, next_timeout(in, now));

@@ -23,7 +23,8 @@ void init_reset_signals(void)
 const char *init_describe_status(int status, char *buf, size_t len)
 {
     if (WIFSIGNALED(status))
-        snprintf(buf, len, "killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+        snprintf(buf, len, "killed by signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
     else
         snprintf(buf, len, "exit status %d", WEXITSTATUS(status));
     return buf;
@@ -42,15 +43,18 @@ int service_prepare(struct service *svc, const struct init_program *prog, char *
     }
     if (prog->user) {
         char why[512];
-        if (init_user_lookup(prog->user, "/etc/passwd", "/etc/group", &svc->user, why, sizeof why) < 0) {
+        if (init_user_lookup(prog->user, "/etc/passwd", "/etc/group", &svc->user, why, sizeof why)
+            < 0) {
             snprintf(err, errlen, "[program:%s]: %s", prog->name, why);
             return -1;
         }
         svc->has_user = 1;
     }
     if (prog->out.path) {
-        if (init_log_open(&svc->out_log, prog->out.path, prog->out.maxbytes, prog->out.backups) < 0) {
-            snprintf(err, errlen, "[program:%s]: open %s: %s", prog->name, prog->out.path, strerror(errno));
+        if (init_log_open(&svc->out_log, prog->out.path, prog->out.maxbytes, prog->out.backups)
+            < 0) {
+            snprintf(err, errlen, "[program:%s]: open %s: %s", prog->name, prog->out.path,
+                     strerror(errno));
             return -1;
         }
         svc->out = &svc->out_log;
@@ -59,8 +63,10 @@ int service_prepare(struct service *svc, const struct init_program *prog, char *
         /* One file for both streams: one writer, or rotation would race. */
         svc->err = svc->out;
     } else if (prog->err.path) {
-        if (init_log_open(&svc->err_log, prog->err.path, prog->err.maxbytes, prog->err.backups) < 0) {
-            snprintf(err, errlen, "[program:%s]: open %s: %s", prog->name, prog->err.path, strerror(errno));
+        if (init_log_open(&svc->err_log, prog->err.path, prog->err.maxbytes, prog->err.backups)
+            < 0) {
+            snprintf(err, errlen, "[program:%s]: open %s: %s", prog->name, prog->err.path,
+                     strerror(errno));
             return -1;
         }
         svc->err = &svc->err_log;
@@ -105,7 +111,8 @@ __attribute__((noreturn)) static void exec_service(struct service *svc, int out_
         }
     }
     if (prog->directory && chdir(prog->directory) < 0) {
-        dprintf(STDERR_FILENO, "brig-init: %s: chdir %s: %s\n", prog->name, prog->directory, strerror(errno));
+        dprintf(STDERR_FILENO, "brig-init: %s: chdir %s: %s\n", prog->name, prog->directory,
+                strerror(errno));
         _exit(126);
     }
     execvp(svc->argv[0], svc->argv);
@@ -165,7 +172,8 @@ void service_exited(struct service *svc, int status, int stopping, int64_t now)
         svc->state = SERVICE_STOPPED;
         return;
     }
-    fprintf(stderr, "brig-init: %s: %s\n", prog->name, init_describe_status(status, what, sizeof what));
+    fprintf(stderr, "brig-init: %s: %s\n", prog->name,
+            init_describe_status(status, what, sizeof what));
 
     int expected = WIFEXITED(status) && prog->exitcodes[WEXITSTATUS(status)];
     int restart = prog->autorestart == INIT_RESTART_TRUE
@@ -177,8 +185,8 @@ void service_exited(struct service *svc, int status, int stopping, int64_t now)
     if (now - svc->started_ms < (int64_t) prog->startsecs * 1000) {
         svc->failures++;
         if (svc->failures > prog->startretries) {
-            fprintf(stderr, "brig-init: %s: exited within %us %u times in a row, not restarted\n", prog->name,
-                    prog->startsecs, svc->failures);
+            fprintf(stderr, "brig-init: %s: exited within %us %u times in a row, not restarted\n",
+                    prog->name, prog->startsecs, svc->failures);
             svc->state = SERVICE_FATAL;
             return;
         }
@@ -201,7 +209,8 @@ void service_pump(struct service *svc, int fd)
         return;
     }
     if (init_log_write(log, buf, n) < 0)
-        fprintf(stderr, "brig-init: %s: write %s: %s\n", svc->prog->name, log->path, strerror(errno));
+        fprintf(stderr, "brig-init: %s: write %s: %s\n", svc->prog->name, log->path,
+                strerror(errno));
 }
 
 void service_signal(struct service *svc, int sig)

@@ -17,7 +17,7 @@ enum service_state {
     SERVICE_STOPPED, /* not running, not to be restarted */
     SERVICE_RUNNING,
     SERVICE_BACKOFF, /* waiting for restart_at */
-    SERVICE_FATAL, /* gave up after startretries quick exits */
+    SERVICE_FATAL,   /* gave up after startretries quick exits */
 };
 
 struct service {
@@ -28,7 +28,7 @@ struct service {
     enum service_state state;
     pid_t pid; /* also its process group */
     int64_t started_ms, restart_at_ms;
-    unsigned failures; /* consecutive exits within startsecs */
+    unsigned failures;      /* consecutive exits within startsecs */
     int out_pipe, err_pipe; /* read ends, -1 when closed */
     struct init_log out_log, err_log;
     struct init_log *out, *err; /* NULL: brig-init's own stdout/stderr */

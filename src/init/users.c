@@ -48,7 +48,8 @@ static int find_passwd(const char *spec, int numeric, unsigned long id, const ch
     while (!found && getline(&line, &cap, f) > 0) {
         char *fld[7];
         unsigned long uid, gid;
-        if (split_fields(line, fld, 7) != 7 || parse_id(fld[2], &uid) < 0 || parse_id(fld[3], &gid) < 0)
+        if (split_fields(line, fld, 7) != 7 || parse_id(fld[2], &uid) < 0
+            || parse_id(fld[3], &gid) < 0)
             continue;
         if (numeric ? uid != id : strcmp(fld[0], spec) != 0)
             continue;

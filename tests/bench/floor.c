@@ -91,13 +91,13 @@ static void container_init(const char *rootfs)
     static const struct {
         const char *path;
         unsigned major, minor;
-    } devices[] = { { "dev/null", 1, 3 },    { "dev/zero", 1, 5 }, { "dev/full", 1, 7 },
-                    { "dev/random", 1, 8 },  { "dev/urandom", 1, 9 }, { "dev/tty", 5, 0 } };
+    } devices[] = { { "dev/null", 1, 3 },   { "dev/zero", 1, 5 },    { "dev/full", 1, 7 },
+                    { "dev/random", 1, 8 }, { "dev/urandom", 1, 9 }, { "dev/tty", 5, 0 } };
     static const char *const masked_dirs[] = { "proc/acpi", "proc/asound", "proc/scsi",
                                                "sys/firmware", "sys/devices/virtual/powercap" };
-    static const char *const masked_files[] = { "proc/kcore",       "proc/keys",
+    static const char *const masked_files[] = { "proc/kcore",         "proc/keys",
                                                 "proc/latency_stats", "proc/timer_list",
-                                                "proc/timer_stats", "proc/sched_debug" };
+                                                "proc/timer_stats",   "proc/sched_debug" };
     static const char *const readonly[] = { "proc/bus", "proc/fs", "proc/irq", "proc/sys",
                                             "proc/sysrq-trigger" };
     const unsigned long ro = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC;
@@ -166,8 +166,8 @@ static int floor_run(const char *cgroup_parent, const char *rootfs)
     int cgroup_fd = open(cgroup, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (cgroup_fd < 0)
         die(cgroup);
-    pid_t pid = clone_into(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWPID | CLONE_NEWNET |
-                               CLONE_NEWCGROUP,
+    pid_t pid = clone_into(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWPID | CLONE_NEWNET
+                               | CLONE_NEWCGROUP,
                            cgroup_fd);
     if (pid < 0)
         die("clone3");

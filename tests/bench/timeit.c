@@ -124,7 +124,8 @@ int main(int argc, char **argv)
     long long elapsed = now_ns() - start;
 
     if (failed) {
-        fprintf(stderr, "bench-timeit: %s: %d of %d failed (see %s)\n", argv[0], failed, copies, log);
+        fprintf(stderr, "bench-timeit: %s: %d of %d failed (see %s)\n", argv[0], failed, copies,
+                log);
         return 1;
     }
     printf("%lld %ld\n", elapsed, maxrss);

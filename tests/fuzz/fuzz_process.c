@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct brig_process *process = NULL;
     brig_error_t err = NULL;
 
-    if (brig_process_parse((const char *)data, size, "process.json", &process, &err) < 0)
+    if (brig_process_parse((const char *) data, size, "process.json", &process, &err) < 0)
         brig_error_release(&err);
     else
         brig_process_free(process);

@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct brig_resources *r = NULL;
     brig_error_t err = NULL;
 
-    if (brig_resources_parse((const char *)data, size, "resources.json", &r, &err) < 0)
+    if (brig_resources_parse((const char *) data, size, "resources.json", &r, &err) < 0)
         brig_error_release(&err);
     else
         brig_resources_free(r);

@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct brig_seccomp_filter *f = NULL;
     brig_error_t err = NULL;
 
-    if (brig_seccomp_parse((const char *)data, size, "profile.json", &profile, &err) < 0) {
+    if (brig_seccomp_parse((const char *) data, size, "profile.json", &profile, &err) < 0) {
         brig_error_release(&err);
         return 0;
     }

@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct brig_spec *spec = NULL;
     brig_error_t err = NULL;
 
-    if (brig_spec_parse((const char *)data, size, "config.json", &spec, &err) < 0) {
+    if (brig_spec_parse((const char *) data, size, "config.json", &spec, &err) < 0) {
         brig_error_release(&err);
         return 0;
     }

@@ -30,7 +30,9 @@ static int receive_fd(int conn)
         char buf[CMSG_SPACE(sizeof(int))];
         struct cmsghdr align;
     } control;
-    struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+    struct msghdr m = { .msg_iov = &iov,
+                        .msg_iovlen = 1,
+                        .msg_control = control.buf,
                         .msg_controllen = sizeof control.buf };
     if (recvmsg(conn, &m, 0) < 0)
         return -1;

@@ -55,7 +55,9 @@ static int receive_state(int conn, FILE *state_file)
         char b[CMSG_SPACE(sizeof(int) * 4)];
         struct cmsghdr align;
     } control;
-    struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.b,
+    struct msghdr m = { .msg_iov = &iov,
+                        .msg_iovlen = 1,
+                        .msg_control = control.b,
                         .msg_controllen = sizeof control.b };
     ssize_t n = recvmsg(conn, &m, MSG_CMSG_CLOEXEC);
     if (n <= 0)

@@ -60,7 +60,8 @@ int main(int argc, char **argv)
     uint8_t *frame = NULL;
     size_t len = 0;
     if (ttrpc_request_frame(1, "containerd.task.v2.Task", "Checkpoint", payload, plen, 0, NULL, 0,
-                            &frame, &len, NULL) < 0) {
+                            &frame, &len, NULL)
+        < 0) {
         fprintf(stderr, "shim-checkpoint: cannot frame the request\n");
         return 1;
     }
@@ -76,8 +77,8 @@ int main(int argc, char **argv)
     struct ttrpc_frame f;
     ttrpc_header_get(hdr, &f);
     uint8_t *data = malloc(f.len ? f.len : 1);
-    if (data == NULL || f.type != TTRPC_RESPONSE || f.len > TTRPC_MAX_DATA ||
-        (f.len && recv(fd, data, f.len, MSG_WAITALL) != (ssize_t) f.len)) {
+    if (data == NULL || f.type != TTRPC_RESPONSE || f.len > TTRPC_MAX_DATA
+        || (f.len && recv(fd, data, f.len, MSG_WAITALL) != (ssize_t) f.len)) {
         fprintf(stderr, "shim-checkpoint: no response frame\n");
         return 1;
     }
@@ -88,7 +89,8 @@ int main(int argc, char **argv)
     }
     int rc = 0;
     if (resp->status && resp->status->code != 0) {
-        fprintf(stderr, "shim-checkpoint: code %d: %s\n", resp->status->code, resp->status->message);
+        fprintf(stderr, "shim-checkpoint: code %d: %s\n", resp->status->code,
+                resp->status->message);
         rc = 1;
     }
     shimpb__response__free_unpacked(resp, NULL);

@@ -103,8 +103,12 @@ static int drop_with_caps(void)
     };
     uint32_t gids[] = { 2000, 3000 };
     struct brig_process p = {
-        .user = { .uid = 1000, .gid = 1000, .has_umask = true, .umask = 027,
-                  .additional_gids = gids, .n_additional_gids = 2 },
+        .user = { .uid = 1000,
+                  .gid = 1000,
+                  .has_umask = true,
+                  .umask = 027,
+                  .additional_gids = gids,
+                  .n_additional_gids = 2 },
         .capabilities = &caps,
         .no_new_privileges = true,
     };

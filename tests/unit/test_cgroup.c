@@ -53,8 +53,8 @@ static void test_path_resolve(void)
         brig_error_t err = NULL;
         int r = brig_cgroup_path_resolve(cases[i].path, cases[i].id, cases[i].own, &out, &err);
         char name[200];
-        snprintf(name, sizeof name, "resolve path=%s id=%s own=%s", cases[i].path,
-                 cases[i].id, cases[i].own);
+        snprintf(name, sizeof name, "resolve path=%s id=%s own=%s", cases[i].path, cases[i].id,
+                 cases[i].own);
         if (cases[i].want) {
             CHECK(r == 0, name);
             CHECK_STR(out, cases[i].want, name);
@@ -122,8 +122,12 @@ static void test_plan_memory(void)
     check_plan("memory.limit -1", &r, "memory.max=max");
     m.limit = 0;
     check_plan("memory.limit 0 is unset", &r, "");
-    m = (struct brig_memory){ .has_limit = true, .limit = 100, .has_swap = true, .swap = 300,
-                              .has_reservation = true, .reservation = 50 };
+    m = (struct brig_memory){ .has_limit = true,
+                              .limit = 100,
+                              .has_swap = true,
+                              .swap = 300,
+                              .has_reservation = true,
+                              .reservation = 50 };
     check_plan("memory reservation, limit, swap", &r,
                "memory.low=50; memory.max=100; memory.swap.max=200");
     m.swap = 100;
@@ -138,9 +142,14 @@ static void test_plan_memory(void)
     check_plan_error("negative limit", &r, "memory.limit: -5");
     m = (struct brig_memory){ .has_reservation = true, .reservation = -1 };
     check_plan("reservation -1", &r, "memory.low=max");
-    m = (struct brig_memory){ .has_kernel = true, .kernel = 1 << 20, .has_kernel_tcp = true,
-                              .kernel_tcp = 1 << 20, .has_swappiness = true, .swappiness = 60,
-                              .has_disable_oom_killer = true, .disable_oom_killer = true };
+    m = (struct brig_memory){ .has_kernel = true,
+                              .kernel = 1 << 20,
+                              .has_kernel_tcp = true,
+                              .kernel_tcp = 1 << 20,
+                              .has_swappiness = true,
+                              .swappiness = 60,
+                              .has_disable_oom_killer = true,
+                              .disable_oom_killer = true };
     check_plan("kernel, kernelTCP, swappiness, disableOOMKiller: nothing in v2", &r, "");
 }
 
@@ -159,7 +168,9 @@ static void test_plan_cpu(void)
     check_plan("shares huge clamps", &r, "cpu.weight=10000");
     c.shares = 0;
     check_plan("shares 0 is unset", &r, "");
-    c = (struct brig_cpu){ .has_quota = true, .quota = 50000, .has_period = true,
+    c = (struct brig_cpu){ .has_quota = true,
+                           .quota = 50000,
+                           .has_period = true,
                            .period = 200000 };
     check_plan("quota + period", &r, "cpu.max=50000 200000");
     c = (struct brig_cpu){ .has_quota = true, .quota = 50000 };
@@ -176,8 +187,10 @@ static void test_plan_cpu(void)
     check_plan_error("realtime runtime", &r, "not supported by cgroup v2");
     c = (struct brig_cpu){ .has_realtime_period = true, .realtime_period = 1000000 };
     check_plan_error("realtime period", &r, "realtimeRuntime/realtimePeriod");
-    c = (struct brig_cpu){ .has_realtime_period = true, .realtime_period = 0,
-                           .has_realtime_runtime = true, .realtime_runtime = 0 };
+    c = (struct brig_cpu){ .has_realtime_period = true,
+                           .realtime_period = 0,
+                           .has_realtime_runtime = true,
+                           .realtime_runtime = 0 };
     check_plan("realtime zeros are unset", &r, "");
 }
 
@@ -192,9 +205,14 @@ static void test_plan_io(void)
     struct brig_throttle_device ri[] = { { 253, 1, 100 } };
     struct brig_throttle_device wi[] = { { 253, 1, 200 } };
     struct brig_block_io b = {
-        .has_weight = true, .weight = 10, .weight_devices = wd, .n_weight_devices = 2,
-        .throttle_read_bps = { rb, 2 }, .throttle_write_bps = { wb, 1 },
-        .throttle_read_iops = { ri, 1 }, .throttle_write_iops = { wi, 1 },
+        .has_weight = true,
+        .weight = 10,
+        .weight_devices = wd,
+        .n_weight_devices = 2,
+        .throttle_read_bps = { rb, 2 },
+        .throttle_write_bps = { wb, 1 },
+        .throttle_read_iops = { ri, 1 },
+        .throttle_write_iops = { wi, 1 },
     };
     struct brig_resources r = { .block_io = &b };
     check_plan("blockIO everything", &r,
@@ -234,14 +252,17 @@ static void test_plan_misc(void)
         { "none", false, 0, false, 0 },
     };
     struct brig_resources rr = { .rdma = rd, .n_rdma = 3 };
-    check_plan("rdma", &rr, "rdma.max=mlx5_0 hca_handle=10 hca_object=1000; "
-                            "rdma.max=mlx4_1 hca_handle=5");
+    check_plan("rdma", &rr,
+               "rdma.max=mlx5_0 hca_handle=10 hca_object=1000; "
+               "rdma.max=mlx4_1 hca_handle=5");
     struct brig_rdma_limit rdbad[] = { { "a b", true, 1, false, 0 } };
     struct brig_resources rrb = { .rdma = rdbad, .n_rdma = 1 };
     check_plan_error("rdma device with a space", &rrb, "bad device name `a b`");
 
     struct brig_net_priority np[] = { { "eth0", 5 } };
-    struct brig_resources rn = { .has_net_class_id = true, .net_class_id = 7, .net_priorities = np,
+    struct brig_resources rn = { .has_net_class_id = true,
+                                 .net_class_id = 7,
+                                 .net_priorities = np,
                                  .n_net_priorities = 1 };
     check_plan("network is v1 only: nothing", &rn, "");
 }
@@ -249,16 +270,20 @@ static void test_plan_misc(void)
 static void test_plan_unified(void)
 {
     struct brig_kv kv[] = {
-        { "memory.high", "1G" }, { "io.max", "8:0 rbps=1 wbps=2" }, { "cgroup.max.depth", "3" },
+        { "memory.high", "1G" },
+        { "io.max", "8:0 rbps=1 wbps=2" },
+        { "cgroup.max.depth", "3" },
     };
     struct brig_memory m = { .has_limit = true, .limit = 4096 };
     struct brig_resources r = { .memory = &m, .unified = { kv, 3 } };
     check_plan("unified after typed fields", &r,
                "memory.max=4096; memory.high=1G; io.max=8:0 rbps=1 wbps=2; cgroup.max.depth=3");
     static const char *const bad[] = {
-        "cgroup.procs", "cgroup.threads", "cgroup.subtree_control", "cgroup.kill",
-        "cgroup.freeze", "cgroup.type", "../memory.max", "memory/max", "nodot", ".max",
-        "memory.", "", "memory.max\n", "memory max",
+        "cgroup.procs",  "cgroup.threads", "cgroup.subtree_control",
+        "cgroup.kill",   "cgroup.freeze",  "cgroup.type",
+        "../memory.max", "memory/max",     "nodot",
+        ".max",          "memory.",        "",
+        "memory.max\n",  "memory max",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct brig_kv one = { (char *) bad[i], "1" };
@@ -299,13 +324,19 @@ static void test_needed(void)
     struct brig_memory m = { .has_limit = true, .limit = 1 << 20 };
     struct brig_cpu c = { .cpus = "0", .has_shares = true, .shares = 100 };
     struct brig_hugepage_limit h[] = { { "2MB", 0 } };
-    struct brig_resources r2 = { .memory = &m, .cpu = &c, .has_pids_limit = true,
-                                 .pids_limit = 5, .hugepage_limits = h, .n_hugepage_limits = 1 };
+    struct brig_resources r2 = { .memory = &m,
+                                 .cpu = &c,
+                                 .has_pids_limit = true,
+                                 .pids_limit = 5,
+                                 .hugepage_limits = h,
+                                 .n_hugepage_limits = 1 };
     brig_cgroup_needed_controllers(&r2, out);
     CHECK_STR(joined(out), "cpuset cpu memory hugetlb pids", "memory, cpu, cpuset, pids, hugetlb");
 
     struct brig_kv kv[] = {
-        { "pids.max", "3" }, { "cgroup.max.depth", "2" }, { "io.weight", "5" },
+        { "pids.max", "3" },
+        { "cgroup.max.depth", "2" },
+        { "io.weight", "5" },
     };
     struct brig_resources r3 = { .unified = { kv, 3 } };
     brig_cgroup_needed_controllers(&r3, out);
@@ -331,7 +362,8 @@ static void test_stats_parse(void)
 {
     struct brig_cgroup_stats s = { 0 };
     CHECK(brig_cgroup_stats_parse("memory.current", "123456\n", &s) == 0
-              && s.memory_current == 123456, "memory.current");
+              && s.memory_current == 123456,
+          "memory.current");
     brig_cgroup_stats_parse("memory.max", "max\n", &s);
     CHECK(s.memory_max == UINT64_MAX, "memory.max max");
     brig_cgroup_stats_parse("memory.swap.current", "0\n", &s);
@@ -348,13 +380,15 @@ static void test_stats_parse(void)
                             "usage_usec 1000\nuser_usec 600\nsystem_usec 400\n"
                             "core_sched.force_idle_usec 0\n"
                             "nr_periods 10\nnr_throttled 3\nthrottled_usec 2500\nnr_bursts 0\n"
-                            "burst_usec 0\n", &s);
+                            "burst_usec 0\n",
+                            &s);
     CHECK(s.cpu_usage_usec == 1000 && s.cpu_user_usec == 600 && s.cpu_system_usec == 400
               && s.cpu_nr_periods == 10 && s.cpu_nr_throttled == 3 && s.cpu_throttled_usec == 2500,
           "cpu.stat");
     brig_cgroup_stats_parse("io.stat",
                             "8:0 rbytes=100 wbytes=200 rios=1 wios=2 dbytes=0 dios=0\n"
-                            "253:1 rbytes=1000 wbytes=2000 rios=10 wios=20 dbytes=5 dios=1\n", &s);
+                            "253:1 rbytes=1000 wbytes=2000 rios=10 wios=20 dbytes=5 dios=1\n",
+                            &s);
     CHECK(s.io_rbytes == 1100 && s.io_wbytes == 2200 && s.io_rios == 11 && s.io_wios == 22,
           "io.stat summed over devices");
     struct brig_cgroup_stats e = { 0 };
@@ -362,7 +396,8 @@ static void test_stats_parse(void)
     brig_cgroup_stats_parse("memory.current", "garbage", &e);
     brig_cgroup_stats_parse("cpu.stat", "usage_usec\nuser_usec x\n", &e);
     CHECK(e.io_rbytes == 0 && e.memory_current == 0 && e.cpu_usage_usec == 0
-              && e.cpu_user_usec == 0, "empty or malformed text reads as 0");
+              && e.cpu_user_usec == 0,
+          "empty or malformed text reads as 0");
     CHECK(brig_cgroup_stats_parse("memory.stat", "anon 1\n", &e) == -1, "unknown file refused");
 }
 
@@ -448,14 +483,14 @@ static void test_kernel_lifecycle(const char *root, const char *top)
 
     CHECK(brig_cgroup_kill_all(&cg, &err) == 0, "kernel: kill_all");
     int status = 0;
-    CHECK(waitpid(child, &status, 0) == child && WIFSIGNALED(status)
-              && WTERMSIG(status) == SIGKILL, "kernel: the process died of SIGKILL");
+    CHECK(waitpid(child, &status, 0) == child && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+          "kernel: the process died of SIGKILL");
 
     pid_t term = sleeper();
     CHECK(brig_cgroup_add_pid(&cg, term, &err) == 0, "kernel: add another");
     CHECK(brig_cgroup_signal_all(&cg, SIGTERM, &err) == 0, "kernel: signal_all SIGTERM");
-    CHECK(waitpid(term, &status, 0) == term && WIFSIGNALED(status)
-              && WTERMSIG(status) == SIGTERM, "kernel: the process died of SIGTERM");
+    CHECK(waitpid(term, &status, 0) == term && WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM,
+          "kernel: the process died of SIGTERM");
 
     char path[300];
     snprintf(path, sizeof path, "%s", cg.path);
@@ -515,8 +550,12 @@ static void test_kernel_devices(const char *top)
         return;
     CHECK(open_kmsg_in(cg.path) == EPERM, "kernel: a device outside the defaults is refused");
 
-    struct brig_device_rule allow_kmsg = { .allow = true, .type = "c", .has_major = true,
-                                           .major = 1, .has_minor = true, .minor = 11,
+    struct brig_device_rule allow_kmsg = { .allow = true,
+                                           .type = "c",
+                                           .has_major = true,
+                                           .major = 1,
+                                           .has_minor = true,
+                                           .minor = 11,
                                            .access = "r" };
     struct brig_resources upd = { .devices = &allow_kmsg, .n_devices = 1 };
     CHECK(brig_cgroup_apply(&cg, &upd, &err) == 0, "kernel: update with a device rule");
@@ -544,8 +583,9 @@ static void test_kernel_errors(const char *root, const char *top)
         SKIP("this hierarchy has the memory controller");
     } else {
         int rc = brig_cgroup_create(relative, &r, &cg, &err);
-        CHECK(rc < 0 && err && strstr(err->msg, "controller `memory` is not available (needed "
-                                                "by linux.resources.memory)"),
+        CHECK(rc < 0 && err
+                  && strstr(err->msg, "controller `memory` is not available (needed "
+                                      "by linux.resources.memory)"),
               "kernel: a missing controller is named");
         if (err)
             printf("#   %s\n", err->msg);
@@ -557,8 +597,10 @@ static void test_kernel_errors(const char *root, const char *top)
     struct brig_kv kv = { "cgroup.max.depth", "abc" };
     struct brig_resources bad = { .unified = { &kv, 1 } };
     int rc = brig_cgroup_create(relative, &bad, &cg, &err);
-    CHECK(rc < 0 && err && strcmp(err->msg, "cgroup: write `cgroup.max.depth` = `abc`: Invalid "
-                                            "argument") == 0,
+    CHECK(rc < 0 && err
+              && strcmp(err->msg, "cgroup: write `cgroup.max.depth` = `abc`: Invalid "
+                                  "argument")
+                     == 0,
           "kernel: a write error names file and value");
     if (err)
         printf("#   %s\n", err->msg);

@@ -19,8 +19,7 @@ static void test_cg_modes(void)
     CHECK(brig_cg_mode_parse("strict", &m, &err) == 0 && m == BRIG_CG_MODE_STRICT, "strict");
     CHECK(brig_cg_mode_parse("ignore", &m, &err) == 0 && m == BRIG_CG_MODE_IGNORE, "ignore");
     CHECK(brig_cg_mode_parse("Soft", &m, &err) == -1, "names are case-sensitive, as runc's");
-    CHECK_STR(err ? err->msg : NULL,
-              "unknown cgroup mode `Soft` (soft, full, strict or ignore)",
+    CHECK_STR(err ? err->msg : NULL, "unknown cgroup mode `Soft` (soft, full, strict or ignore)",
               "an unknown mode is named with the valid ones");
     brig_error_release(&err);
 }
@@ -43,15 +42,19 @@ static void test_failure_message(void)
         return;
     }
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    struct brig_criu c = { .image_fd = fd, .work_fd = -1, .work_path = "/img", .log_name = "dump.log" };
+    struct brig_criu c = { .image_fd = fd,
+                           .work_fd = -1,
+                           .work_path = "/img",
+                           .log_name = "dump.log" };
     brig_error_t err = NULL;
 
-    write_log(fd, "dump.log",
-              "(00.001) Version: 3.17.1\n"
-              "(00.002) Error (criu/tun.c:85): tun: Unable to create tun: No such file or directory\n"
-              "(00.500) Error (criu/files-reg.c:1710): Can't lookup mount=24 for fd=0 path=/dev/null\n"
-              "(00.501) Error (criu/cr-dump.c:1635): Dump files (pid: 167) failed with -1\n"
-              "(00.600) Error (criu/cr-dump.c:2053): Dumping FAILED.\n");
+    write_log(
+        fd, "dump.log",
+        "(00.001) Version: 3.17.1\n"
+        "(00.002) Error (criu/tun.c:85): tun: Unable to create tun: No such file or directory\n"
+        "(00.500) Error (criu/files-reg.c:1710): Can't lookup mount=24 for fd=0 path=/dev/null\n"
+        "(00.501) Error (criu/cr-dump.c:1635): Dump files (pid: 167) failed with -1\n"
+        "(00.600) Error (criu/cr-dump.c:2053): Dumping FAILED.\n");
     CHECK(brig_criu_failed(&c, "dump", -52, &err) == -1, "a failure returns -1");
     CHECK_STR(err ? err->msg : NULL,
               "dump: criu: Can't lookup mount=24 for fd=0 path=/dev/null (log: /img/dump.log)",

@@ -64,48 +64,60 @@ static void run_table(const char *name, const struct brig_device_rule *rules, si
     for (size_t i = 0; i < np; i++) {
         const struct probe *p = &probes[i];
         int got = brig_ebpf_devices_eval(insns, len, p->type, p->major, p->minor, p->access);
-        snprintf(label, sizeof label, "%s: %c %ld:%ld %s -> %s", name, p->type, p->major,
-                 p->minor, p->access, p->want ? "allow" : "deny");
+        snprintf(label, sizeof label, "%s: %c %ld:%ld %s -> %s", name, p->type, p->major, p->minor,
+                 p->access, p->want ? "allow" : "deny");
         CHECK(got == p->want, label);
     }
     free(insns);
 }
 
-#define TABLE(name, rules, defaults, probes)                                                  \
-    run_table(name, rules, sizeof rules / sizeof rules[0], defaults, probes,                  \
+#define TABLE(name, rules, defaults, probes)                                 \
+    run_table(name, rules, sizeof rules / sizeof rules[0], defaults, probes, \
               sizeof probes / sizeof probes[0])
 
 static void test_tables(void)
 {
     static const struct probe deny_everything[] = {
-        { 'c', 1, 3, "r", 0 }, { 'b', 8, 0, "rw", 0 }, { 'c', 136, 0, "m", 0 },
+        { 'c', 1, 3, "r", 0 },
+        { 'b', 8, 0, "rw", 0 },
+        { 'c', 136, 0, "m", 0 },
     };
     run_table("no rules", NULL, 0, false, deny_everything, 3);
 
     struct brig_device_rule allow_all[] = { rule(true, "a", ANY, ANY, "rwm") };
     static const struct probe all_allowed[] = {
-        { 'c', 1, 3, "rwm", 1 }, { 'b', 8, 1, "w", 1 }, { 'c', 4095, 1048575, "m", 1 },
+        { 'c', 1, 3, "rwm", 1 },
+        { 'b', 8, 1, "w", 1 },
+        { 'c', 4095, 1048575, "m", 1 },
     };
     TABLE("allow a *:* rwm", allow_all, false, all_allowed);
 
     struct brig_device_rule deny_then_allow[] = {
-        rule(false, "a", ANY, ANY, "rwm"), rule(true, "c", 1, 3, "rwm"),
+        rule(false, "a", ANY, ANY, "rwm"),
+        rule(true, "c", 1, 3, "rwm"),
     };
     static const struct probe dta[] = {
-        { 'c', 1, 3, "rw", 1 }, { 'c', 1, 5, "r", 0 }, { 'b', 1, 3, "r", 0 },
+        { 'c', 1, 3, "rw", 1 },
+        { 'c', 1, 5, "r", 0 },
+        { 'b', 1, 3, "r", 0 },
     };
     TABLE("deny all, allow c 1:3", deny_then_allow, false, dta);
 
     struct brig_device_rule allow_then_deny[] = {
-        rule(true, "a", ANY, ANY, "rwm"), rule(false, "c", 1, 3, "rwm"),
+        rule(true, "a", ANY, ANY, "rwm"),
+        rule(false, "c", 1, 3, "rwm"),
     };
     static const struct probe atd[] = {
-        { 'c', 1, 3, "r", 0 }, { 'c', 1, 3, "m", 0 }, { 'c', 1, 5, "rw", 1 }, { 'b', 1, 3, "r", 1 },
+        { 'c', 1, 3, "r", 0 },
+        { 'c', 1, 3, "m", 0 },
+        { 'c', 1, 5, "rw", 1 },
+        { 'b', 1, 3, "r", 1 },
     };
     TABLE("allow all, deny c 1:3 (last wins)", allow_then_deny, false, atd);
 
     struct brig_device_rule deny_then_allow_all[] = {
-        rule(false, "c", 1, 3, "rwm"), rule(true, "a", ANY, ANY, "rwm"),
+        rule(false, "c", 1, 3, "rwm"),
+        rule(true, "a", ANY, ANY, "rwm"),
     };
     static const struct probe dtaa[] = { { 'c', 1, 3, "rw", 1 }, { 'b', 7, 0, "r", 1 } };
     TABLE("deny c 1:3, then allow all (last wins)", deny_then_allow_all, false, dtaa);
@@ -116,37 +128,51 @@ static void test_tables(void)
 
     struct brig_device_rule char_type[] = { rule(true, "c", 8, ANY, NULL) };
     static const struct probe ct[] = {
-        { 'c', 8, 0, "rwm", 1 }, { 'c', 8, 77, "r", 1 },
-        { 'b', 8, 0, "r", 0 },   { 'c', 9, 0, "r", 0 },
+        { 'c', 8, 0, "rwm", 1 },
+        { 'c', 8, 77, "r", 1 },
+        { 'b', 8, 0, "r", 0 },
+        { 'c', 9, 0, "r", 0 },
     };
     TABLE("c 8:* (wildcard minor, access absent)", char_type, false, ct);
 
     struct brig_device_rule minor_only[] = { rule(true, NULL, ANY, 3, "rwm") };
     static const struct probe mo[] = {
-        { 'c', 1, 3, "r", 1 }, { 'b', 99, 3, "w", 1 }, { 'c', 1, 4, "r", 0 },
+        { 'c', 1, 3, "r", 1 },
+        { 'b', 99, 3, "w", 1 },
+        { 'c', 1, 4, "r", 0 },
     };
     TABLE("type absent, *:3", minor_only, false, mo);
 
     struct brig_device_rule read_only[] = { rule(true, "c", 1, 3, "r") };
     static const struct probe ro[] = {
-        { 'c', 1, 3, "r", 1 }, { 'c', 1, 3, "w", 0 }, { 'c', 1, 3, "m", 0 }, { 'c', 1, 3, "rw", 0 },
+        { 'c', 1, 3, "r", 1 },
+        { 'c', 1, 3, "w", 0 },
+        { 'c', 1, 3, "m", 0 },
+        { 'c', 1, 3, "rw", 0 },
     };
     TABLE("allow r only", read_only, false, ro);
 
     struct brig_device_rule partial_deny[] = {
-        rule(true, "a", ANY, ANY, "rwm"), rule(false, "c", 1, 3, "w"),
+        rule(true, "a", ANY, ANY, "rwm"),
+        rule(false, "c", 1, 3, "w"),
     };
     static const struct probe pd[] = {
-        { 'c', 1, 3, "r", 1 }, { 'c', 1, 3, "w", 0 }, { 'c', 1, 3, "rw", 0 }, { 'c', 1, 3, "m", 1 },
+        { 'c', 1, 3, "r", 1 },
+        { 'c', 1, 3, "w", 0 },
+        { 'c', 1, 3, "rw", 0 },
+        { 'c', 1, 3, "m", 1 },
     };
     TABLE("allow all, deny w of 1:3", partial_deny, false, pd);
 
     struct brig_device_rule rw_mknod[] = {
-        rule(false, "a", ANY, ANY, "rwm"), rule(true, "c", 10, 200, "rw"),
+        rule(false, "a", ANY, ANY, "rwm"),
+        rule(true, "c", 10, 200, "rw"),
         rule(true, "a", ANY, ANY, "m"),
     };
     static const struct probe rwm[] = {
-        { 'c', 10, 200, "rw", 1 }, { 'b', 8, 0, "m", 1 }, { 'b', 8, 0, "r", 0 },
+        { 'c', 10, 200, "rw", 1 },
+        { 'b', 8, 0, "m", 1 },
+        { 'b', 8, 0, "r", 0 },
         { 'c', 10, 201, "r", 0 },
     };
     TABLE("deny all, tun rw, mknod anything", rw_mknod, false, rwm);
@@ -155,19 +181,22 @@ static void test_tables(void)
 static void test_defaults(void)
 {
     static const struct probe bare[] = {
-        { 'c', 1, 3, "rwm", 1 },  { 'c', 1, 5, "rw", 1 }, { 'c', 1, 7, "rw", 1 },
-        { 'c', 1, 8, "r", 1 },    { 'c', 1, 9, "r", 1 },  { 'c', 5, 0, "rw", 1 },
-        { 'c', 5, 2, "rw", 1 },   { 'c', 136, 4, "rw", 1 }, { 'c', 1, 1, "r", 0 },
-        { 'b', 1, 3, "r", 0 },    { 'c', 10, 200, "rw", 0 }, { 'c', 5, 1, "rw", 0 },
+        { 'c', 1, 3, "rwm", 1 }, { 'c', 1, 5, "rw", 1 },    { 'c', 1, 7, "rw", 1 },
+        { 'c', 1, 8, "r", 1 },   { 'c', 1, 9, "r", 1 },     { 'c', 5, 0, "rw", 1 },
+        { 'c', 5, 2, "rw", 1 },  { 'c', 136, 4, "rw", 1 },  { 'c', 1, 1, "r", 0 },
+        { 'b', 1, 3, "r", 0 },   { 'c', 10, 200, "rw", 0 }, { 'c', 5, 1, "rw", 0 },
     };
     run_table("defaults only", NULL, 0, true, bare, sizeof bare / sizeof bare[0]);
 
     /* The usual spec: deny everything first. The defaults still hold. */
     struct brig_device_rule usual[] = {
-        rule(false, NULL, ANY, ANY, "rwm"), rule(true, "c", 10, 229, "rwm"),
+        rule(false, NULL, ANY, ANY, "rwm"),
+        rule(true, "c", 10, 229, "rwm"),
     };
     static const struct probe up[] = {
-        { 'c', 1, 3, "rw", 1 }, { 'c', 10, 229, "rw", 1 }, { 'c', 10, 200, "rw", 0 },
+        { 'c', 1, 3, "rw", 1 },
+        { 'c', 10, 229, "rw", 1 },
+        { 'c', 10, 200, "rw", 0 },
     };
     TABLE("defaults + deny all + fuse", usual, true, up);
 }
@@ -244,9 +273,8 @@ static void test_against_reference(void)
                 rules[i].minor = minor;
                 continue;
             }
-            rules[i] = rule(rand_r(&seed) % 2, types[rand_r(&seed) % 3],
-                            majors[rand_r(&seed) % 4], minors[rand_r(&seed) % 9],
-                            accesses[rand_r(&seed) % 6]);
+            rules[i] = rule(rand_r(&seed) % 2, types[rand_r(&seed) % 3], majors[rand_r(&seed) % 4],
+                            minors[rand_r(&seed) % 9], accesses[rand_r(&seed) % 6]);
         }
         bool defaults = rand_r(&seed) % 2;
         struct bpf_insn *insns = NULL;
@@ -298,7 +326,8 @@ static void test_defaults_grouped(void)
         shifts += insns[i].code == (BPF_ALU64 | BPF_RSH | BPF_X);
     }
     printf("#   defaults: %zu instructions, %zu branches\n", len, branches);
-    CHECK(shifts == 2 && branches == 10, "defaults: two bitmask blocks, 10 branches (24 one by one)");
+    CHECK(shifts == 2 && branches == 10,
+          "defaults: two bitmask blocks, 10 branches (24 one by one)");
     free(insns);
 }
 
@@ -330,7 +359,8 @@ static void test_program_shape(void)
     /* An unconditional rule ends the program: the verifier refuses code
      * that can't be reached. */
     struct brig_device_rule rules[] = {
-        rule(true, "c", 1, 3, "rwm"), rule(true, "a", ANY, ANY, "rwm"),
+        rule(true, "c", 1, 3, "rwm"),
+        rule(true, "a", ANY, ANY, "rwm"),
     };
     struct bpf_insn *insns = NULL;
     size_t len = 0;
@@ -406,7 +436,8 @@ static void test_kernel(void)
     struct bpf_insn *insns = NULL;
     size_t len = 0;
     struct brig_device_rule deny_null[] = {
-        rule(true, "a", ANY, ANY, "rwm"), rule(false, "c", 1, 3, "rwm"),
+        rule(true, "a", ANY, ANY, "rwm"),
+        rule(false, "c", 1, 3, "rwm"),
     };
     CHECK(brig_ebpf_devices_compile(deny_null, 2, false, &insns, &len, &err) == 0,
           "kernel: compile deny /dev/null");
@@ -471,9 +502,11 @@ static void test_cache(void)
     struct bpf_insn *insns = NULL;
     size_t len = 0;
     struct brig_device_rule deny_null[] = {
-        rule(true, "a", ANY, ANY, "rwm"), rule(false, "c", 1, 3, "rwm"),
+        rule(true, "a", ANY, ANY, "rwm"),
+        rule(false, "c", 1, 3, "rwm"),
     };
-    CHECK(brig_ebpf_devices_compile(deny_null, 2, false, &insns, &len, &err) == 0, "cache: compile");
+    CHECK(brig_ebpf_devices_compile(deny_null, 2, false, &insns, &len, &err) == 0,
+          "cache: compile");
     int first = brig_ebpf_devices_program(dir, insns, len, &err);
     int second = brig_ebpf_devices_program(dir, insns, len, &err);
     uint32_t id1 = 0, id2 = 0;
@@ -513,7 +546,8 @@ static void test_cache(void)
     /* A directory others may write to is not trusted. */
     CHECK(chmod(dir, 0777) == 0, "cache: pin directory opened to all");
     int fifth = brig_ebpf_devices_program(dir, insns, len, &err);
-    CHECK(fifth >= 0 && access(pin, F_OK) < 0, "cache: nothing pinned in a world-writable directory");
+    CHECK(fifth >= 0 && access(pin, F_OK) < 0,
+          "cache: nothing pinned in a world-writable directory");
     if (err)
         printf("#   %s\n", err->msg);
     brig_error_release(&err);

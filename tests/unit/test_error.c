@@ -22,7 +22,8 @@ int main(void)
     brig_error_t err = NULL;
     CHECK(fails_middle(&err) == -1, "failure returns -1");
     CHECK(err != NULL, "error is set");
-    CHECK_STR(err->msg, "mount `/proc`: open `/x/y`: Permission denied", "context is prefixed, strerror appended");
+    CHECK_STR(err->msg, "mount `/proc`: open `/x/y`: Permission denied",
+              "context is prefixed, strerror appended");
     CHECK(err->errnum == EACCES, "root errno is kept");
     brig_error_wrap(&err, "create `%s`", "c1");
     CHECK_STR(err->msg, "create `c1`: mount `/proc`: open `/x/y`: Permission denied", "wrap again");

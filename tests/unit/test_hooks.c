@@ -52,18 +52,18 @@ static char *run_one(struct brig_hook *hook, const char *state)
     return msg;
 }
 
-#define SH_HOOK(script, ...)                                                       \
-    ((struct brig_hook) { .path = "/bin/sh",                                       \
-                          .args = { (char *[]) { "sh", "-c", script, __VA_ARGS__, NULL }, \
-                                    3 + sizeof((char *[]) { __VA_ARGS__ }) / sizeof(char *) } })
+#define SH_HOOK(script, ...)                                                            \
+    ((struct brig_hook){ .path = "/bin/sh",                                             \
+                         .args = { (char *[]){ "sh", "-c", script, __VA_ARGS__, NULL }, \
+                                   3 + sizeof((char *[]){ __VA_ARGS__ }) / sizeof(char *) } })
 
 static void test_stdin_args_env(void)
 {
     char *out = path_in_dir("state");
     char *env[] = { "GREETING=hello", "OTHER=x", NULL };
-    struct brig_hook hook = SH_HOOK("cat > \"$1\"; echo \"$0 $2 $GREETING\" > \"$1.args\"",
-                                    "zero", out, "two");
-    hook.env = (struct brig_strv) { env, 2 };
+    struct brig_hook hook = SH_HOOK("cat > \"$1\"; echo \"$0 $2 $GREETING\" > \"$1.args\"", "zero",
+                                    out, "two");
+    hook.env = (struct brig_strv){ env, 2 };
     char *msg = run_one(&hook, state_json);
     CHECK(msg == NULL, "a hook that succeeds");
     CHECK_STR(slurp(out), state_json, "the hook reads the state on stdin");
@@ -97,8 +97,8 @@ static void test_defaults(void)
 static void test_failures(void)
 {
     struct brig_hook exit3 = SH_HOOK("exit 3", "sh");
-    CHECK_STR(run_one(&exit3, state_json),
-              "hook `createRuntime` `/bin/sh`: exited with status 3", "exit status 3");
+    CHECK_STR(run_one(&exit3, state_json), "hook `createRuntime` `/bin/sh`: exited with status 3",
+              "exit status 3");
 
     struct brig_hook killed = SH_HOOK("kill -9 $$", "sh");
     char *msg = run_one(&killed, state_json);
@@ -135,8 +135,9 @@ static double seconds_since(const struct timespec *t0)
 static void test_timeout(void)
 {
     struct brig_hook sleeper = { .path = "/bin/sleep",
-                                 .args = { (char *[]) { "sleep", "10", NULL }, 2 },
-                                 .has_timeout = true, .timeout = 1 };
+                                 .args = { (char *[]){ "sleep", "10", NULL }, 2 },
+                                 .has_timeout = true,
+                                 .timeout = 1 };
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     char *msg = run_one(&sleeper, state_json);
@@ -177,9 +178,11 @@ static void test_no_leaked_fds(void)
     int high = dup2(fd, 100);
     CHECK(fd >= 3 && high == 100, "opened fds to leak");
     char *out = path_in_dir("fds");
-    struct brig_hook hook = SH_HOOK("ls /proc/self/fd > \"$1\"; "
-                                    "for n in 3 4 5 6 100; do [ -e /proc/$$/fd/$n ] && exit 1; done; "
-                                    "exit 0", "sh", out);
+    struct brig_hook hook =
+        SH_HOOK("ls /proc/self/fd > \"$1\"; "
+                "for n in 3 4 5 6 100; do [ -e /proc/$$/fd/$n ] && exit 1; done; "
+                "exit 0",
+                "sh", out);
     CHECK(run_one(&hook, state_json) == NULL, "the hook has no fd above 2");
     /* ls itself holds one fd for reading the directory. */
     const char *listed = slurp(out);

@@ -46,7 +46,8 @@ static void test_full_program(void)
     CHECK_STR(p->command, "python3 -m http.server 8000", "command");
     CHECK_STR(p->user, "sandbox", "user");
     CHECK_STR(p->directory, "/mnt/data", "directory");
-    CHECK(p->environment && p->environment[0] && p->environment[1] && p->environment[2] && !p->environment[3],
+    CHECK(p->environment && p->environment[0] && p->environment[1] && p->environment[2]
+              && !p->environment[3],
           "three environment entries");
     if (p->environment && p->environment[0] && p->environment[1] && p->environment[2]) {
         CHECK_STR(p->environment[0], "A=1", "environment: plain");
@@ -79,24 +80,37 @@ static void test_errors(void)
     } bad[] = {
         { "[program:a]\ncommand=x\nbogus=1\n", "t.conf:3: unknown key `bogus` in [program:a]" },
         { "command=x\n", "t.conf:1: `command` outside a [program:NAME] section" },
-        { "[program:a]\ncommand=x\njust words\n", "t.conf:3: expected `key = value` or `[program:NAME]`, got `just words`" },
+        { "[program:a]\ncommand=x\njust words\n",
+          "t.conf:3: expected `key = value` or `[program:NAME]`, got `just words`" },
         { "\n[supervisord]\n", "t.conf:2: unknown section [supervisord] (only [program:NAME])" },
-        { "[program:a]\nuser=x\n\n[program:b]\ncommand=y\n", "t.conf:1: [program:a] has no command" },
+        { "[program:a]\nuser=x\n\n[program:b]\ncommand=y\n",
+          "t.conf:1: [program:a] has no command" },
         { "[program:a]\n", "t.conf:1: [program:a] has no command" },
-        { "[program:a]\ncommand=x\n[program:a]\ncommand=y\n", "t.conf:3: [program:a] is defined twice" },
+        { "[program:a]\ncommand=x\n[program:a]\ncommand=y\n",
+          "t.conf:3: [program:a] is defined twice" },
         { "[program:a b]\n", "t.conf:1: bad program name `a b` (letters, digits, '_', '.', '-')" },
         { "[program:a\n", "t.conf:1: malformed section header `[program:a`" },
-        { "[program:a]\ncommand=x\nautorestart=maybe\n", "t.conf:3: autorestart: `maybe` is not true, false or unexpected" },
-        { "[program:a]\ncommand=x\nstartsecs=-1\n", "t.conf:3: startsecs: `-1` is not a non-negative integer" },
-        { "[program:a]\ncommand=x\nstartretries=3x\n", "t.conf:3: startretries: `3x` is not a non-negative integer" },
-        { "[program:a]\ncommand=x\nexitcodes=0,256\n", "t.conf:3: exitcodes: `256` is not an exit code (0-255)" },
-        { "[program:a]\ncommand=x\nstopsignal=NOPE\n", "t.conf:3: stopsignal: `NOPE` is not a signal" },
-        { "[program:a]\ncommand=x\nstdout_logfile_maxbytes=5T\n", "t.conf:3: stdout_logfile_maxbytes: `5T` is not a size (bytes, or with K, M, G)" },
-        { "[program:a]\ncommand=x\nstderr_logfile=rel.log\n", "t.conf:3: stderr_logfile: `rel.log` is not an absolute path" },
-        { "[program:a]\ncommand=x\nstdout_logfile_color=1\n", "t.conf:3: unknown key `stdout_logfile_color` in [program:a]" },
+        { "[program:a]\ncommand=x\nautorestart=maybe\n",
+          "t.conf:3: autorestart: `maybe` is not true, false or unexpected" },
+        { "[program:a]\ncommand=x\nstartsecs=-1\n",
+          "t.conf:3: startsecs: `-1` is not a non-negative integer" },
+        { "[program:a]\ncommand=x\nstartretries=3x\n",
+          "t.conf:3: startretries: `3x` is not a non-negative integer" },
+        { "[program:a]\ncommand=x\nexitcodes=0,256\n",
+          "t.conf:3: exitcodes: `256` is not an exit code (0-255)" },
+        { "[program:a]\ncommand=x\nstopsignal=NOPE\n",
+          "t.conf:3: stopsignal: `NOPE` is not a signal" },
+        { "[program:a]\ncommand=x\nstdout_logfile_maxbytes=5T\n",
+          "t.conf:3: stdout_logfile_maxbytes: `5T` is not a size (bytes, or with K, M, G)" },
+        { "[program:a]\ncommand=x\nstderr_logfile=rel.log\n",
+          "t.conf:3: stderr_logfile: `rel.log` is not an absolute path" },
+        { "[program:a]\ncommand=x\nstdout_logfile_color=1\n",
+          "t.conf:3: unknown key `stdout_logfile_color` in [program:a]" },
         { "[program:a]\ncommand='unclosed\n", "t.conf:2: command: unclosed quote in `'unclosed`" },
-        { "[program:a]\ncommand=x\nenvironment=NOEQUALS\n", "t.conf:3: environment: expected KEY=VALUE at `NOEQUALS`" },
-        { "[program:a]\ncommand=x\ndirectory=tmp\n", "t.conf:3: directory: `tmp` is not an absolute path" },
+        { "[program:a]\ncommand=x\nenvironment=NOEQUALS\n",
+          "t.conf:3: environment: expected KEY=VALUE at `NOEQUALS`" },
+        { "[program:a]\ncommand=x\ndirectory=tmp\n",
+          "t.conf:3: directory: `tmp` is not an absolute path" },
         { "[program:a]\ncommand=\n", "t.conf:2: command: empty value" },
         { "[program:a]\n= x\n", "t.conf:2: missing key before `=`" },
     };
@@ -113,8 +127,10 @@ static void test_empty(void)
 {
     struct init_config cfg;
     char err[64];
-    CHECK(init_config_parse("", "e", &cfg, err, sizeof err) == 0 && cfg.n_programs == 0, "empty text: no programs");
-    CHECK(init_config_parse("# only\n;comments\n\n", "e", &cfg, err, sizeof err) == 0 && cfg.n_programs == 0,
+    CHECK(init_config_parse("", "e", &cfg, err, sizeof err) == 0 && cfg.n_programs == 0,
+          "empty text: no programs");
+    CHECK(init_config_parse("# only\n;comments\n\n", "e", &cfg, err, sizeof err) == 0
+              && cfg.n_programs == 0,
           "comments only: no programs");
 }
 
@@ -132,15 +148,17 @@ static void check_argv(const char *command, const char *const *want)
 
 static void test_command_argv(void)
 {
-    check_argv("sleep 10", (const char *const[]) { "sleep", "10", NULL });
-    check_argv("  echo\t-n  'a  b'  ", (const char *const[]) { "echo", "-n", "a  b", NULL });
-    check_argv("python3 -c 'print(1)'", (const char *const[]) { "/bin/sh", "-c", "python3 -c 'print(1)'", NULL });
-    check_argv("echo \"a b\"c 'd'", (const char *const[]) { "echo", "a bc", "d", NULL });
-    check_argv("env A=1 B=2 prog", (const char *const[]) { "env", "A=1", "B=2", "prog", NULL });
-    check_argv("echo hi > /tmp/x", (const char *const[]) { "/bin/sh", "-c", "echo hi > /tmp/x", NULL });
-    check_argv("a | b", (const char *const[]) { "/bin/sh", "-c", "a | b", NULL });
-    check_argv("echo $HOME", (const char *const[]) { "/bin/sh", "-c", "echo $HOME", NULL });
-    check_argv("a; b", (const char *const[]) { "/bin/sh", "-c", "a; b", NULL });
+    check_argv("sleep 10", (const char *const[]){ "sleep", "10", NULL });
+    check_argv("  echo\t-n  'a  b'  ", (const char *const[]){ "echo", "-n", "a  b", NULL });
+    check_argv("python3 -c 'print(1)'",
+               (const char *const[]){ "/bin/sh", "-c", "python3 -c 'print(1)'", NULL });
+    check_argv("echo \"a b\"c 'd'", (const char *const[]){ "echo", "a bc", "d", NULL });
+    check_argv("env A=1 B=2 prog", (const char *const[]){ "env", "A=1", "B=2", "prog", NULL });
+    check_argv("echo hi > /tmp/x",
+               (const char *const[]){ "/bin/sh", "-c", "echo hi > /tmp/x", NULL });
+    check_argv("a | b", (const char *const[]){ "/bin/sh", "-c", "a | b", NULL });
+    check_argv("echo $HOME", (const char *const[]){ "/bin/sh", "-c", "echo $HOME", NULL });
+    check_argv("a; b", (const char *const[]){ "/bin/sh", "-c", "a; b", NULL });
     CHECK(init_command_argv("   ") == NULL, "blank command: no argv");
     CHECK(init_command_argv("echo 'x") == NULL, "unclosed quote: no argv");
 }
@@ -153,14 +171,15 @@ static void test_values(void)
     CHECK(init_parse_size("10k", &n) == 0 && n == 10240, "size 10k");
     CHECK(init_parse_size("5MB", &n) == 0 && n == 5 << 20, "size 5MB");
     CHECK(init_parse_size("1G", &n) == 0 && n == 1 << 30, "size 1G");
-    CHECK(init_parse_size("", &n) < 0 && init_parse_size("M", &n) < 0 && init_parse_size("1MBB", &n) < 0
-              && init_parse_size("-1", &n) < 0 && init_parse_size("99999999999999999999G", &n) < 0,
+    CHECK(init_parse_size("", &n) < 0 && init_parse_size("M", &n) < 0
+              && init_parse_size("1MBB", &n) < 0 && init_parse_size("-1", &n) < 0
+              && init_parse_size("99999999999999999999G", &n) < 0,
           "malformed sizes are refused");
     CHECK(init_signal_number("TERM") == SIGTERM && init_signal_number("sigkill") == SIGKILL
               && init_signal_number("SIGHUP") == SIGHUP && init_signal_number("10") == 10,
           "signal names and numbers");
-    CHECK(init_signal_number("0") < 0 && init_signal_number("SIGNOPE") < 0 && init_signal_number("") < 0
-              && init_signal_number("999") < 0,
+    CHECK(init_signal_number("0") < 0 && init_signal_number("SIGNOPE") < 0
+              && init_signal_number("") < 0 && init_signal_number("999") < 0,
           "bad signals are refused");
 }
 
@@ -175,10 +194,14 @@ static void test_users(void)
     snprintf(passwd, sizeof passwd, "%s/passwd", dir);
     snprintf(group, sizeof group, "%s/group", dir);
     FILE *f = fopen(passwd, "w");
-    fputs("root:x:0:0:root:/root:/bin/bash\nbroken line\nsandbox:x:1000:1000:brig sandbox:/home/sandbox:/bin/bash\n", f);
+    fputs(
+        "root:x:0:0:root:/root:/bin/bash\nbroken line\nsandbox:x:1000:1000:brig sandbox:/home/sandbox:/bin/bash\n",
+        f);
     fclose(f);
     f = fopen(group, "w");
-    fputs("root:x:0:\nsandbox:x:1000:\naudio:x:29:root,sandbox\nvideo:x:44:sandbox\nother:x:50:root\n", f);
+    fputs(
+        "root:x:0:\nsandbox:x:1000:\naudio:x:29:root,sandbox\nvideo:x:44:sandbox\nother:x:50:root\n",
+        f);
     fclose(f);
 
     struct init_user u;
@@ -186,14 +209,16 @@ static void test_users(void)
     CHECK(init_user_lookup("sandbox", passwd, group, &u, err, sizeof err) == 0, "user by name");
     CHECK(u.uid == 1000 && u.gid == 1000, "uid and gid from passwd");
     CHECK_STR(u.home, "/home/sandbox", "home from passwd");
-    CHECK(u.n_groups == 2 && u.groups[0] == 29 && u.groups[1] == 44, "supplementary groups from group");
+    CHECK(u.n_groups == 2 && u.groups[0] == 29 && u.groups[1] == 44,
+          "supplementary groups from group");
     CHECK(init_user_lookup("1000", passwd, group, &u, err, sizeof err) == 0 && u.uid == 1000
               && strcmp(u.name, "sandbox") == 0,
           "user by uid finds the name");
-    CHECK(init_user_lookup("4242", passwd, group, &u, err, sizeof err) == 0 && u.uid == 4242 && u.gid == 4242
-              && u.n_groups == 0 && strcmp(u.home, "/") == 0,
+    CHECK(init_user_lookup("4242", passwd, group, &u, err, sizeof err) == 0 && u.uid == 4242
+              && u.gid == 4242 && u.n_groups == 0 && strcmp(u.home, "/") == 0,
           "a uid without entry: gid = uid, home /");
-    CHECK(init_user_lookup("nobody", passwd, group, &u, err, sizeof err) == -1, "unknown name fails");
+    CHECK(init_user_lookup("nobody", passwd, group, &u, err, sizeof err) == -1,
+          "unknown name fails");
     char want[512];
     snprintf(want, sizeof want, "user `nobody` not found in %s", passwd);
     CHECK_STR(err, want, "the message names the user and the file");

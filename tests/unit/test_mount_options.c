@@ -35,8 +35,8 @@ static const struct option_case cases[] = {
     { "rshared,private", 0, 0, MS_PRIVATE, NULL, 0, 0 },
     { "nosuid,strictatime,mode=755,size=65536k", MS_NOSUID | MS_STRICTATIME, 0, 0,
       "mode=755,size=65536k", 0, 0 },
-    { "nosuid,noexec,newinstance,ptmxmode=0666,mode=0620,gid=5",
-      MS_NOSUID | MS_NOEXEC, 0, 0, "newinstance,ptmxmode=0666,mode=0620,gid=5", 0, 0 },
+    { "nosuid,noexec,newinstance,ptmxmode=0666,mode=0620,gid=5", MS_NOSUID | MS_NOEXEC, 0, 0,
+      "newinstance,ptmxmode=0666,mode=0620,gid=5", 0, 0 },
     { "frobnicate", 0, 0, 0, "frobnicate", 0, 0 },
     { "x-systemd.automount,ro", MS_RDONLY, 0, 0, NULL, 0, 0 },
     { "noatime,relatime,nodiratime", MS_NOATIME | MS_RELATIME | MS_NODIRATIME, 0, 0, NULL, 0, 0 },
@@ -57,8 +57,7 @@ static void split(const char *s, char *buf, size_t len, char **v, struct brig_st
     snprintf(buf, len, "%s", s);
     out->n = 0;
     out->v = v;
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
-         tok = strtok_r(NULL, ",", &save))
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
         v[out->n++] = tok;
     v[out->n] = NULL;
 }
@@ -112,9 +111,9 @@ static void test_propagation_names(void)
         const char *name;
         unsigned long want;
     } names[] = {
-        { "shared", MS_SHARED | MS_REC },     { "rshared", MS_SHARED | MS_REC },
-        { "slave", MS_SLAVE | MS_REC },       { "rslave", MS_SLAVE | MS_REC },
-        { "private", MS_PRIVATE | MS_REC },   { "rprivate", MS_PRIVATE | MS_REC },
+        { "shared", MS_SHARED | MS_REC },         { "rshared", MS_SHARED | MS_REC },
+        { "slave", MS_SLAVE | MS_REC },           { "rslave", MS_SLAVE | MS_REC },
+        { "private", MS_PRIVATE | MS_REC },       { "rprivate", MS_PRIVATE | MS_REC },
         { "unbindable", MS_UNBINDABLE | MS_REC }, { "runbindable", MS_UNBINDABLE | MS_REC },
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -132,8 +131,8 @@ static void test_propagation_names(void)
         brig_error_t err = NULL;
         char name[64];
         snprintf(name, sizeof name, "propagation \"%s\" is rejected", bad[i]);
-        CHECK(brig_propagation_from_name(bad[i], &got, &err) < 0 && err &&
-                  strstr(err->msg, "rootfsPropagation"),
+        CHECK(brig_propagation_from_name(bad[i], &got, &err) < 0 && err
+                  && strstr(err->msg, "rootfsPropagation"),
               name);
         brig_error_release(&err);
     }

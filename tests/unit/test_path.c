@@ -217,7 +217,8 @@ static void check_made(int fd, const char *rel, mode_t want, const char *name)
     char p[256];
     struct stat st;
     at(rel, p, sizeof p);
-    CHECK(fd >= 0 && same_file(fd, rel) && stat(p, &st) == 0 && (st.st_mode & (S_IFMT | 07777)) == want,
+    CHECK(fd >= 0 && same_file(fd, rel) && stat(p, &st) == 0
+              && (st.st_mode & (S_IFMT | 07777)) == want,
           name);
     if (fd >= 0)
         close(fd);
@@ -295,8 +296,8 @@ static void test_make(void)
     /* One missing entry under an existing directory: made where the parent
      * is, with the mode asked for (umask cleared for the check). */
     mode_t old_mask = umask(0);
-    check_made(brig_path_mkdir_in_root(root_fd, "dir/one", 0711, &err), "dir/one",
-               S_IFDIR | 0711, "mkdir of one missing entry, with its mode");
+    check_made(brig_path_mkdir_in_root(root_fd, "dir/one", 0711, &err), "dir/one", S_IFDIR | 0711,
+               "mkdir of one missing entry, with its mode");
     brig_error_release(&err);
     check_made(brig_path_mkfile_in_root(root_fd, "/dir/one.txt", 0640, &err), "dir/one.txt",
                S_IFREG | 0640, "mkfile of one missing entry, with its mode");

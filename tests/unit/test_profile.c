@@ -132,8 +132,10 @@ static void test_apply(void)
     m = mount_at(spec, BRIG_SANDBOX_INIT, &n);
     CHECK(m && strcmp(m->source, "/usr/libexec/brig/brig-init") == 0 && has(&m->options, "ro"),
           "brig-init is bound read-only");
-    CHECK(mount_at(spec, "/run", &n) && mount_at(spec, BRIG_SANDBOX_HOME, &n), "tmpfs /run and home");
-    CHECK(mount_at(spec, BRIG_SANDBOX_INIT_CONF, &n) == NULL, "no services file: the tree's config");
+    CHECK(mount_at(spec, "/run", &n) && mount_at(spec, BRIG_SANDBOX_HOME, &n),
+          "tmpfs /run and home");
+    CHECK(mount_at(spec, BRIG_SANDBOX_INIT_CONF, &n) == NULL,
+          "no services file: the tree's config");
 
     const struct brig_linux *l = spec->linux_;
     CHECK(brig_spec_namespace(spec, BRIG_NS_USER) == NULL && l->n_uid_mappings == 0,
@@ -177,7 +179,8 @@ static void test_overrides(void)
     CHECK(spec->process->args.n == 1, "a detached init gets no command");
     CHECK_STR(env_get(spec->process, "MALLOC_CONF"), "narenas:2", "MALLOC_CONF override");
     const struct brig_namespace *net = brig_spec_namespace(spec, BRIG_NS_NETWORK);
-    CHECK(net && net->path && strcmp(net->path, "/run/netns/blue") == 0, "a given network namespace");
+    CHECK(net && net->path && strcmp(net->path, "/run/netns/blue") == 0,
+          "a given network namespace");
     struct brig_resources *r = spec->linux_->resources;
     CHECK(r->memory->limit == 512 << 20 && r->pids_limit == 256 && r->cpu->quota == 50000,
           "memory, pids and cpus overrides");
@@ -207,7 +210,8 @@ static void test_settings_round_trip(void)
               && strstr(err->msg, "bogus"),
           "an unknown setting is an error naming it");
     brig_error_release(&err);
-    CHECK(brig_profile_settings_parse("memory=lots\n", &back, &err) < 0, "a bad number is an error");
+    CHECK(brig_profile_settings_parse("memory=lots\n", &back, &err) < 0,
+          "a bad number is an error");
     brig_error_release(&err);
     free(text);
     brig_profile_settings_clear(&s);
@@ -270,18 +274,20 @@ static void test_impose_exec(void)
     struct brig_profile_settings s;
     settings_for_test(&s);
     CHECK(spec && brig_profile_apply(spec, &s, seccomp(), &err) == 0, "the init's spec");
-    CHECK(brig_process_parse(asked_json, strlen(asked_json), "exec", &asked, &err) == 0, "exec process");
+    CHECK(brig_process_parse(asked_json, strlen(asked_json), "exec", &asked, &err) == 0,
+          "exec process");
     if (spec == NULL || asked == NULL)
         return;
     CHECK(brig_process_copy(asked, &p, &err) == 0, "copy");
     CHECK(p && brig_profile_impose_exec(p, spec->process, &s, &err) == 0, "impose");
     if (p) {
         CHECK(p->user.uid == 1000 && p->user.gid == 1000, "the sandbox's user");
-        CHECK(p->user.n_additional_gids == 0 && p->user.username == NULL, "no other groups or name");
+        CHECK(p->user.n_additional_gids == 0 && p->user.username == NULL,
+              "no other groups or name");
         CHECK(p->no_new_privileges, "no_new_privs");
-        CHECK(p->capabilities && p->capabilities->bounding.n == 0 && p->capabilities->effective.n == 0
-                  && p->capabilities->permitted.n == 0 && p->capabilities->ambient.n == 0
-                  && p->capabilities->inheritable.n == 0,
+        CHECK(p->capabilities && p->capabilities->bounding.n == 0
+                  && p->capabilities->effective.n == 0 && p->capabilities->permitted.n == 0
+                  && p->capabilities->ambient.n == 0 && p->capabilities->inheritable.n == 0,
               "every capability set empty");
         CHECK(p->n_rlimits == 1 && strcmp(p->rlimits[0].type, "RLIMIT_NOFILE") == 0
                   && p->rlimits[0].hard == 1024,
@@ -290,8 +296,10 @@ static void test_impose_exec(void)
         CHECK(pre && strcmp(pre, BRIG_SANDBOX_JEMALLOC) == 0, "LD_PRELOAD is jemalloc, once");
         CHECK(env_get(p, "MALLOC_CONF") && strcmp(env_get(p, "MALLOC_CONF"), s.malloc_conf) == 0,
               "MALLOC_CONF");
-        CHECK(env_get(p, "HOME") && strcmp(env_get(p, "HOME"), "/root") == 0, "the caller's HOME stays");
-        CHECK(env_get(p, "A") && env_get(p, "PATH") && env_get(p, "USER"), "caller's env kept, PATH and USER added");
+        CHECK(env_get(p, "HOME") && strcmp(env_get(p, "HOME"), "/root") == 0,
+              "the caller's HOME stays");
+        CHECK(env_get(p, "A") && env_get(p, "PATH") && env_get(p, "USER"),
+              "caller's env kept, PATH and USER added");
         CHECK(strcmp(p->cwd, "/tmp") == 0 && p->args.n == 2 && strcmp(p->args.v[0], "id") == 0,
               "args and cwd stay the caller's");
     }

@@ -24,9 +24,9 @@
 #include "base/path.h"
 #include "unit.h"
 
-#define STRV(...)                                                                       \
-    ((struct brig_strv) { .v = (char *[]) { __VA_ARGS__, NULL },                        \
-                          .n = sizeof((char *[]) { __VA_ARGS__ }) / sizeof(char *) })
+#define STRV(...)                                              \
+    ((struct brig_strv){ .v = (char *[]){ __VA_ARGS__, NULL }, \
+                         .n = sizeof((char *[]){ __VA_ARGS__ }) / sizeof(char *) })
 
 static char bundle[64], rootfs[96], escape_name[64];
 static char *root_propagation; /* linux.rootfsPropagation of the current run */
@@ -55,9 +55,10 @@ static int build_rootfs(void)
         return -1;
     chmod(bundle, 0755);
     sub(rootfs, sizeof rootfs, bundle, "rootfs");
-    static const char *dirs[] = { "rootfs", "rootfs/bin", "rootfs/proc", "rootfs/dev",
-                                  "rootfs/tmp", "rootfs/etc", "rootfs/sys", "rootfs/ro",
-                                  "rootfs/secret_dir", "src" };
+    static const char *dirs[] = { "rootfs",     "rootfs/bin", "rootfs/proc",
+                                  "rootfs/dev", "rootfs/tmp", "rootfs/etc",
+                                  "rootfs/sys", "rootfs/ro",  "rootfs/secret_dir",
+                                  "src" };
     for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
         sub(p, sizeof p, bundle, dirs[i]);
         mkdir(p, 0755);
@@ -84,11 +85,11 @@ static void exercise(const struct brig_spec *spec, bool in_userns, bool no_pivot
 
 static struct brig_mount mnt(char *dest, char *type, char *source, struct brig_strv opts)
 {
-    return (struct brig_mount) { .destination = dest, .type = type, .source = source,
-                                 .options = opts };
+    return (
+        struct brig_mount){ .destination = dest, .type = type, .source = source, .options = opts };
 }
 
-#define NO_OPTS ((struct brig_strv) { NULL, 0 })
+#define NO_OPTS ((struct brig_strv){ NULL, 0 })
 
 /* The option lists are compound literals, alive only in this scope: the
  * whole run happens inside it. */
@@ -111,9 +112,16 @@ static void build_and_exercise(bool in_userns, bool no_pivot, int result_wr)
     /* In a user namespace a device is the host's node bound in, so it must
      * exist on the host under the same path. */
     struct brig_device devs[2] = {
-        { .type = "c", .path = in_userns ? "/dev/null" : "/dev/custom_null",
-          .major = 1, .minor = 3, .has_file_mode = true, .file_mode = 0600,
-          .has_uid = true, .uid = 1000, .has_gid = true, .gid = 1000 },
+        { .type = "c",
+          .path = in_userns ? "/dev/null" : "/dev/custom_null",
+          .major = 1,
+          .minor = 3,
+          .has_file_mode = true,
+          .file_mode = 0600,
+          .has_uid = true,
+          .uid = 1000,
+          .has_gid = true,
+          .gid = 1000 },
         { .type = "p", .path = "/dev/fifo" },
     };
     /* The plan reads from the spec which namespaces the init is in. */
@@ -202,8 +210,8 @@ static void check_inside(bool in_userns, int host_tmp)
           "linux.devices entry created");
     if (!in_userns) {
         CHECK(stat("/dev/null", &st) == 0 && (st.st_mode & 07777) == 0666, "/dev/null is 0666");
-        CHECK(stat("/dev/custom_null", &st) == 0 && (st.st_mode & 07777) == 0600 &&
-                  st.st_uid == 1000 && st.st_gid == 1000,
+        CHECK(stat("/dev/custom_null", &st) == 0 && (st.st_mode & 07777) == 0600
+                  && st.st_uid == 1000 && st.st_gid == 1000,
               "linux.devices mode and owner applied");
     }
     CHECK(stat("/dev/fifo", &st) == 0 && S_ISFIFO(st.st_mode), "linux.devices fifo created");
@@ -236,8 +244,8 @@ static void check_inside(bool in_userns, int host_tmp)
     if (in_userns)
         CHECK(has_flags("/sys/fs/cgroup", ST_RDONLY), "host cgroup2 fallback is read-only");
 
-    CHECK(fs_is("/secret_dir", TMPFS_MAGIC) && has_flags("/secret_dir", ST_RDONLY) &&
-              stat("/secret_dir/key", &st) < 0,
+    CHECK(fs_is("/secret_dir", TMPFS_MAGIC) && has_flags("/secret_dir", ST_RDONLY)
+              && stat("/secret_dir/key", &st) < 0,
           "masked dir is an empty read-only tmpfs");
     CHECK(is_null_device("/secret_file"), "masked file is /dev/null");
     CHECK(has_flags("/ro", ST_RDONLY | ST_NOSUID | ST_NODEV | ST_NOEXEC),
@@ -258,8 +266,8 @@ static void check_inside(bool in_userns, int host_tmp)
         _exit(127);
     }
     int status = 0;
-    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-              WEXITSTATUS(status) == 0,
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status)
+              && WEXITSTATUS(status) == 0,
           "busybox runs in the new root");
 }
 
@@ -282,7 +290,8 @@ static void exercise(const struct brig_spec *spec, bool in_userns, bool no_pivot
               "an unknown filesystem type is the kernel's to refuse, not the plan's");
         CHECK(bad_plan && chdir(bundle) == 0 && brig_rootfs_prepare(bad_plan, &err) < 0,
               "bad mount fails");
-        CHECK_STR(err ? err->msg : NULL, "mount `none` (type brigfs-nonexistent) on `/bad`: No such device",
+        CHECK_STR(err ? err->msg : NULL,
+                  "mount `none` (type brigfs-nonexistent) on `/bad`: No such device",
                   "error names the mount");
         brig_error_release(&err);
     }
@@ -369,8 +378,8 @@ static void write_map(pid_t pid, const char *file)
 static void run(bool in_userns, bool no_pivot)
 {
     int to_parent[2], to_child[2], result[2];
-    if (pipe2(to_parent, O_CLOEXEC) < 0 || pipe2(to_child, O_CLOEXEC) < 0 ||
-        pipe2(result, O_CLOEXEC) < 0)
+    if (pipe2(to_parent, O_CLOEXEC) < 0 || pipe2(to_child, O_CLOEXEC) < 0
+        || pipe2(result, O_CLOEXEC) < 0)
         exit(1);
     fflush(stdout);
     pid_t pid = fork();

@@ -48,7 +48,8 @@ static struct brig_spec *parse_config(const char *root, const char *mounts, cons
     if (asprintf(&json,
                  "{'ociVersion': '1.2.0', 'root': %s, 'mounts': [%s],"
                  " 'linux': {'namespaces': [{'type': 'mount'}]%s%s}}",
-                 root, mounts, *linux_ ? ", " : "", linux_) < 0)
+                 root, mounts, *linux_ ? ", " : "", linux_)
+        < 0)
         return NULL;
     struct brig_spec *spec = parse(json);
     free(json);
@@ -123,77 +124,75 @@ static bool data_is(const struct brig_rootfs_step *s, const char *want)
 
 /* ---- the default `brig spec` ---- */
 
-static const char default_plan[] =
-    "P propagate-host-root /\n"
-    "P bind-rootfs " ROOTFS "\n"
-    "P mount /proc\n"
-    "P mount /dev\n"
-    "P mount /dev/pts\n"
-    "P mount /dev/shm\n"
-    "P mount /dev/mqueue\n"
-    "P mount /sys\n"
-    "P mount /sys/fs/cgroup\n"
-    "P device /dev/null\n"
-    "P device /dev/zero\n"
-    "P device /dev/full\n"
-    "P device /dev/random\n"
-    "P device /dev/urandom\n"
-    "P device /dev/tty\n"
-    "P dev-link /dev/ptmx\n"
-    "P dev-link /dev/fd\n"
-    "P dev-link /dev/stdin\n"
-    "P dev-link /dev/stdout\n"
-    "P dev-link /dev/stderr\n"
-    "P dev-shm /dev/shm\n"
-    "V pivot_root " ROOTFS "\n"
-    "F readonly-path /proc/bus\n"
-    "F readonly-path /proc/fs\n"
-    "F readonly-path /proc/irq\n"
-    "F readonly-path /proc/sys\n"
-    "F readonly-path /proc/sysrq-trigger\n"
-    "F mask-path /proc/acpi\n"
-    "F mask-path /proc/asound\n"
-    "F mask-path /proc/kcore\n"
-    "F mask-path /proc/keys\n"
-    "F mask-path /proc/latency_stats\n"
-    "F mask-path /proc/timer_list\n"
-    "F mask-path /proc/timer_stats\n"
-    "F mask-path /proc/sched_debug\n"
-    "F mask-path /sys/firmware\n"
-    "F mask-path /proc/scsi\n"
-    "F mask-path /sys/devices/virtual/powercap\n"
-    "F readonly-root /\n";
+static const char default_plan[] = "P propagate-host-root /\n"
+                                   "P bind-rootfs " ROOTFS "\n"
+                                   "P mount /proc\n"
+                                   "P mount /dev\n"
+                                   "P mount /dev/pts\n"
+                                   "P mount /dev/shm\n"
+                                   "P mount /dev/mqueue\n"
+                                   "P mount /sys\n"
+                                   "P mount /sys/fs/cgroup\n"
+                                   "P device /dev/null\n"
+                                   "P device /dev/zero\n"
+                                   "P device /dev/full\n"
+                                   "P device /dev/random\n"
+                                   "P device /dev/urandom\n"
+                                   "P device /dev/tty\n"
+                                   "P dev-link /dev/ptmx\n"
+                                   "P dev-link /dev/fd\n"
+                                   "P dev-link /dev/stdin\n"
+                                   "P dev-link /dev/stdout\n"
+                                   "P dev-link /dev/stderr\n"
+                                   "P dev-shm /dev/shm\n"
+                                   "V pivot_root " ROOTFS "\n"
+                                   "F readonly-path /proc/bus\n"
+                                   "F readonly-path /proc/fs\n"
+                                   "F readonly-path /proc/irq\n"
+                                   "F readonly-path /proc/sys\n"
+                                   "F readonly-path /proc/sysrq-trigger\n"
+                                   "F mask-path /proc/acpi\n"
+                                   "F mask-path /proc/asound\n"
+                                   "F mask-path /proc/kcore\n"
+                                   "F mask-path /proc/keys\n"
+                                   "F mask-path /proc/latency_stats\n"
+                                   "F mask-path /proc/timer_list\n"
+                                   "F mask-path /proc/timer_stats\n"
+                                   "F mask-path /proc/sched_debug\n"
+                                   "F mask-path /sys/firmware\n"
+                                   "F mask-path /proc/scsi\n"
+                                   "F mask-path /sys/devices/virtual/powercap\n"
+                                   "F readonly-root /\n";
 
 static void check_default_mounts(const struct brig_rootfs_plan *plan)
 {
     const struct brig_rootfs_step *proc = mount_at(plan, "/proc");
-    CHECK(proc && proc->mount_kind == BRIG_MOUNT_PROC && proc->mount.flags == 0 &&
-              data_is(proc, NULL) && strcmp(proc->source, "proc") == 0,
+    CHECK(proc && proc->mount_kind == BRIG_MOUNT_PROC && proc->mount.flags == 0
+              && data_is(proc, NULL) && strcmp(proc->source, "proc") == 0,
           "default: /proc is a plain proc");
     const struct brig_rootfs_step *dev = mount_at(plan, "/dev");
-    CHECK(dev && dev->mount_kind == BRIG_MOUNT_TMPFS &&
-              dev->mount.flags == (MS_NOSUID | MS_STRICTATIME) && !dev->mount.copy_up,
+    CHECK(dev && dev->mount_kind == BRIG_MOUNT_TMPFS
+              && dev->mount.flags == (MS_NOSUID | MS_STRICTATIME) && !dev->mount.copy_up,
           "default: /dev is a nosuid,strictatime tmpfs");
     CHECK(data_is(dev, "mode=755,size=65536k"), "default: /dev data");
     const struct brig_rootfs_step *pts = mount_at(plan, "/dev/pts");
-    CHECK(pts && pts->mount_kind == BRIG_MOUNT_DEVPTS &&
-              pts->mount.flags == (MS_NOSUID | MS_NOEXEC) &&
-              data_is(pts, "newinstance,ptmxmode=0666,mode=0620,gid=5"),
+    CHECK(pts && pts->mount_kind == BRIG_MOUNT_DEVPTS && pts->mount.flags == (MS_NOSUID | MS_NOEXEC)
+              && data_is(pts, "newinstance,ptmxmode=0666,mode=0620,gid=5"),
           "default: /dev/pts is devpts, nosuid,noexec, with its data");
     const struct brig_rootfs_step *shm = mount_at(plan, "/dev/shm");
-    CHECK(shm && shm->mount_kind == BRIG_MOUNT_TMPFS && strcmp(shm->source, "shm") == 0 &&
-              shm->mount.flags == (MS_NOSUID | MS_NOEXEC | MS_NODEV),
+    CHECK(shm && shm->mount_kind == BRIG_MOUNT_TMPFS && strcmp(shm->source, "shm") == 0
+              && shm->mount.flags == (MS_NOSUID | MS_NOEXEC | MS_NODEV),
           "default: /dev/shm is a tmpfs named shm");
     const struct brig_rootfs_step *mq = mount_at(plan, "/dev/mqueue");
     CHECK(mq && mq->mount_kind == BRIG_MOUNT_MQUEUE, "default: /dev/mqueue is mqueue");
     const struct brig_rootfs_step *sys = mount_at(plan, "/sys");
-    CHECK(sys && sys->mount_kind == BRIG_MOUNT_SYSFS &&
-              sys->mount.flags == (MS_NOSUID | MS_NOEXEC | MS_NODEV | MS_RDONLY),
+    CHECK(sys && sys->mount_kind == BRIG_MOUNT_SYSFS
+              && sys->mount.flags == (MS_NOSUID | MS_NOEXEC | MS_NODEV | MS_RDONLY),
           "default: /sys is a read-only sysfs");
     const struct brig_rootfs_step *cg = mount_at(plan, "/sys/fs/cgroup");
-    CHECK(cg && cg->mount_kind == BRIG_MOUNT_CGROUP &&
-              cg->mount.flags == (MS_NOSUID | MS_NOEXEC | MS_NODEV | MS_RELATIME | MS_RDONLY) &&
-              strcmp(cg->fstype, "cgroup") == 0,
+    CHECK(cg && cg->mount_kind == BRIG_MOUNT_CGROUP
+              && cg->mount.flags == (MS_NOSUID | MS_NOEXEC | MS_NODEV | MS_RELATIME | MS_RDONLY)
+              && strcmp(cg->fstype, "cgroup") == 0,
           "default: type cgroup plans a cgroup mount");
 }
 
@@ -216,8 +215,8 @@ static void test_default_spec(void)
     CHECK(host && host->propagation == (MS_SLAVE | MS_REC), "default: / is made rslave first");
     check_default_mounts(plan);
     const struct brig_rootfs_step *null = nth(plan, BRIG_STEP_DEVICE, 0);
-    CHECK(null && null->node.type == S_IFCHR && null->node.major == 1 && null->node.minor == 3 &&
-              null->node.mode == 0666 && !null->node.from_host && !null->node.has_uid,
+    CHECK(null && null->node.type == S_IFCHR && null->node.major == 1 && null->node.minor == 3
+              && null->node.mode == 0666 && !null->node.from_host && !null->node.has_uid,
           "default: /dev/null is mknod'ed 1:3 0666");
     const struct brig_rootfs_step *tty = nth(plan, BRIG_STEP_DEVICE, 5);
     CHECK(tty && tty->node.major == 5 && tty->node.minor == 0, "default: /dev/tty is 5:0");
@@ -239,8 +238,9 @@ static void test_rootless_spec(void)
     struct brig_rootfs_plan *plan = plan_of(spec, false);
     brig_spec_free(spec);
     const struct brig_rootfs_step *sys = mount_at(plan, "/sys");
-    CHECK(sys && sys->mount_kind == BRIG_MOUNT_BIND &&
-              sys->mount.flags == (MS_BIND | MS_REC | MS_NOSUID | MS_NOEXEC | MS_NODEV | MS_RDONLY),
+    CHECK(sys && sys->mount_kind == BRIG_MOUNT_BIND
+              && sys->mount.flags
+                     == (MS_BIND | MS_REC | MS_NOSUID | MS_NOEXEC | MS_NODEV | MS_RDONLY),
           "rootless: /sys is an rbind of the host's, read-only");
     const struct brig_rootfs_step *pts = mount_at(plan, "/dev/pts");
     CHECK(data_is(pts, "newinstance,ptmxmode=0666,mode=0620"), "rootless: devpts without gid=");
@@ -271,63 +271,62 @@ static const char bind_mounts[] =
 
 static void test_binds(void)
 {
-    struct brig_spec *spec =
-        parse_config("{'path': 'rootfs'}", bind_mounts, "'rootfsPropagation': 'rslave'");
+    struct brig_spec *spec = parse_config("{'path': 'rootfs'}", bind_mounts,
+                                          "'rootfsPropagation': 'rslave'");
     struct brig_rootfs_plan *plan = plan_of(spec, false);
     brig_spec_free(spec);
-    CHECK(count(plan, BRIG_STEP_MOUNT) == 7 && nth(plan, BRIG_STEP_MOUNT, 0) &&
-              strcmp(nth(plan, BRIG_STEP_MOUNT, 0)->path, "/data") == 0 &&
-              strcmp(nth(plan, BRIG_STEP_MOUNT, 6)->path, "/var/lib/x") == 0,
+    CHECK(count(plan, BRIG_STEP_MOUNT) == 7 && nth(plan, BRIG_STEP_MOUNT, 0)
+              && strcmp(nth(plan, BRIG_STEP_MOUNT, 0)->path, "/data") == 0
+              && strcmp(nth(plan, BRIG_STEP_MOUNT, 6)->path, "/var/lib/x") == 0,
           "binds: every mount, in the spec's order");
     const struct brig_rootfs_step *data = mount_at(plan, "/data");
-    CHECK(data && data->mount_kind == BRIG_MOUNT_BIND &&
-              data->mount.flags == (MS_BIND | MS_REC | MS_RDONLY) &&
-              data->mount.propagation == (MS_PRIVATE | MS_REC) && strcmp(data->source, "src") == 0,
+    CHECK(data && data->mount_kind == BRIG_MOUNT_BIND
+              && data->mount.flags == (MS_BIND | MS_REC | MS_RDONLY)
+              && data->mount.propagation == (MS_PRIVATE | MS_REC)
+              && strcmp(data->source, "src") == 0,
           "binds: rbind,ro,rprivate");
     const struct brig_rootfs_step *hosts = mount_at(plan, "/etc/hosts");
-    CHECK(hosts && hosts->mount_kind == BRIG_MOUNT_BIND && hosts->fstype == NULL &&
-              hosts->mount.flags == MS_BIND && hosts->mount.clear == MS_RDONLY,
+    CHECK(hosts && hosts->mount_kind == BRIG_MOUNT_BIND && hosts->fstype == NULL
+              && hosts->mount.flags == MS_BIND && hosts->mount.clear == MS_RDONLY,
           "binds: no type and a bind option is a bind; rw is a flag to clear");
     const struct brig_rootfs_step *srv = mount_at(plan, "/srv");
-    CHECK(srv && srv->mount_kind == BRIG_MOUNT_BIND && srv->mount.flags == (MS_BIND | MS_REC) &&
-              srv->mount.rec_attr_set == MOUNT_ATTR_RDONLY &&
-              srv->mount.propagation == (MS_SHARED | MS_REC) && data_is(srv, NULL),
+    CHECK(srv && srv->mount_kind == BRIG_MOUNT_BIND && srv->mount.flags == (MS_BIND | MS_REC)
+              && srv->mount.rec_attr_set == MOUNT_ATTR_RDONLY
+              && srv->mount.propagation == (MS_SHARED | MS_REC) && data_is(srv, NULL),
           "binds: type none + rbind, rro recursive, rshared, x- options dropped");
     const struct brig_rootfs_step *tmp = mount_at(plan, "/tmp");
-    CHECK(tmp && tmp->mount_kind == BRIG_MOUNT_TMPFS && tmp->mount.copy_up &&
-              tmp->mount.flags == MS_NOSUID && data_is(tmp, "mode=1777"),
+    CHECK(tmp && tmp->mount_kind == BRIG_MOUNT_TMPFS && tmp->mount.copy_up
+              && tmp->mount.flags == MS_NOSUID && data_is(tmp, "mode=1777"),
           "tmpcopyup: a tmpfs that copies up, the option kept from the kernel");
     const struct brig_rootfs_step *run = mount_at(plan, "/run");
-    CHECK(run && run->mount_kind == BRIG_MOUNT_TMPFS && run->mount.flags == 0 &&
-              run->mount.copy_up && run->source == NULL,
+    CHECK(run && run->mount_kind == BRIG_MOUNT_TMPFS && run->mount.flags == 0 && run->mount.copy_up
+              && run->source == NULL,
           "a filesystem drops bind flags; no source is fine");
     const struct brig_rootfs_step *proc = mount_at(plan, "/proc");
     CHECK(proc && proc->mount_kind == BRIG_MOUNT_PROC && !proc->mount.copy_up,
           "tmpcopyup means nothing but on a tmpfs");
     const struct brig_rootfs_step *ext = nth(plan, BRIG_STEP_MOUNT, 6);
-    CHECK(ext && ext->mount_kind == BRIG_MOUNT_OTHER && strcmp(ext->path, "/var/lib/x") == 0 &&
-              ext->mount.flags == MS_NOATIME && data_is(ext, "errors=remount-ro"),
+    CHECK(ext && ext->mount_kind == BRIG_MOUNT_OTHER && strcmp(ext->path, "/var/lib/x") == 0
+              && ext->mount.flags == MS_NOATIME && data_is(ext, "errors=remount-ro"),
           "a relative destination is planned under /, another type passed as written");
     /* rslave: like the default on the way in, asked for again at the end. */
     const struct brig_rootfs_step *last = nth(plan, BRIG_STEP_PROPAGATE_ROOT, 0);
-    CHECK(nth(plan, BRIG_STEP_PROPAGATE_HOST_ROOT, 0)->propagation == (MS_SLAVE | MS_REC) &&
-              last && last->propagation == (MS_SLAVE | MS_REC) &&
-              last->phase == BRIG_ROOTFS_FINISH &&
-              strcmp(last->source, "rslave") == 0 && last == &plan->steps[plan->n_steps - 1],
+    CHECK(nth(plan, BRIG_STEP_PROPAGATE_HOST_ROOT, 0)->propagation == (MS_SLAVE | MS_REC) && last
+              && last->propagation == (MS_SLAVE | MS_REC) && last->phase == BRIG_ROOTFS_FINISH
+              && strcmp(last->source, "rslave") == 0 && last == &plan->steps[plan->n_steps - 1],
           "rootfsPropagation rslave: set again as the very last step");
     CHECK(count(plan, BRIG_STEP_PRIVATE_PARENT) == 0 && count(plan, BRIG_STEP_PRIVATE_ROOTS) == 0,
           "rslave: nothing shared to make private");
     brig_rootfs_plan_free(plan);
 }
 
-static const char shared_plan[] =
-    "P propagate-host-root /\n"
-    "P private-parent " ROOTFS "\n"
-    "P bind-rootfs " ROOTFS "\n"
-    "P mount /dev\n"
-    "V private-roots " ROOTFS "\n"
-    "V move-root " ROOTFS "\n"
-    "F propagate-root /\n";
+static const char shared_plan[] = "P propagate-host-root /\n"
+                                  "P private-parent " ROOTFS "\n"
+                                  "P bind-rootfs " ROOTFS "\n"
+                                  "P mount /dev\n"
+                                  "V private-roots " ROOTFS "\n"
+                                  "V move-root " ROOTFS "\n"
+                                  "F propagate-root /\n";
 
 static void test_propagation(void)
 {
@@ -340,8 +339,8 @@ static void test_propagation(void)
     char *text = render(plan);
     CHECK_STR(text, shared_plan, "shared, /dev bound, no_pivot: the steps in order");
     free(text);
-    CHECK(plan && plan->steps[0].propagation == (MS_SHARED | MS_REC) &&
-              plan->steps[plan->n_steps - 1].propagation == (MS_SHARED | MS_REC),
+    CHECK(plan && plan->steps[0].propagation == (MS_SHARED | MS_REC)
+              && plan->steps[plan->n_steps - 1].propagation == (MS_SHARED | MS_REC),
           "shared: / is rshared before the mounts and after");
     brig_rootfs_plan_free(plan);
 
@@ -363,9 +362,9 @@ static void test_propagation(void)
         brig_spec_free(s);
         const struct brig_rootfs_step *last = nth(p, BRIG_STEP_PROPAGATE_ROOT, 0);
         snprintf(name, sizeof name, "rootfsPropagation %s: in and out", cases[i].name);
-        CHECK(p && p->steps[0].propagation == cases[i].host &&
-                  (cases[i].last ? last && last->propagation == cases[i].last : last == NULL) &&
-                  count(p, BRIG_STEP_PRIVATE_PARENT) == 0 && count(p, BRIG_STEP_PIVOT_ROOT) == 1,
+        CHECK(p && p->steps[0].propagation == cases[i].host
+                  && (cases[i].last ? last && last->propagation == cases[i].last : last == NULL)
+                  && count(p, BRIG_STEP_PRIVATE_PARENT) == 0 && count(p, BRIG_STEP_PIVOT_ROOT) == 1,
               name);
         brig_rootfs_plan_free(p);
     }
@@ -388,9 +387,12 @@ static void test_devices(void)
 {
     /* A user namespace of its own: parse_config gives only a mount one. */
     char *json = NULL;
-    if (asprintf(&json, "{'ociVersion': '1.2.0', 'root': {'path': 'r'}, "
-                        "'mounts': [{'destination': '/dev', 'type': 'tmpfs'}], "
-                        "'linux': {%s}}", devices_linux) < 0)
+    if (asprintf(&json,
+                 "{'ociVersion': '1.2.0', 'root': {'path': 'r'}, "
+                 "'mounts': [{'destination': '/dev', 'type': 'tmpfs'}], "
+                 "'linux': {%s}}",
+                 devices_linux)
+        < 0)
         return;
     struct brig_spec *spec = parse(json);
     free(json);
@@ -403,20 +405,19 @@ static void test_devices(void)
           "devices: the redefined /dev/null is not a default; the rest come from the host");
     const struct brig_rootfs_step *shm = nth(plan, BRIG_STEP_DEV_SHM, 0);
     const struct brig_rootfs_step *fuse = nth(plan, BRIG_STEP_DEVICE, 5);
-    CHECK(shm && fuse && fuse > shm && strcmp(fuse->path, "/dev/fuse") == 0 &&
-              fuse->index == 0,
+    CHECK(shm && fuse && fuse > shm && strcmp(fuse->path, "/dev/fuse") == 0 && fuse->index == 0,
           "devices: linux.devices after the defaults, links and /dev/shm");
-    CHECK(fuse && fuse->node.type == S_IFCHR && fuse->node.major == 10 && fuse->node.minor == 229 &&
-              fuse->node.mode == 0600 && fuse->node.has_uid && fuse->node.uid == 1000 &&
-              fuse->node.has_gid && fuse->node.gid == 1001 && fuse->node.from_host,
+    CHECK(fuse && fuse->node.type == S_IFCHR && fuse->node.major == 10 && fuse->node.minor == 229
+              && fuse->node.mode == 0600 && fuse->node.has_uid && fuse->node.uid == 1000
+              && fuse->node.has_gid && fuse->node.gid == 1001 && fuse->node.from_host,
           "devices: a char device with its mode and owner, bound from the host in a userns");
     const struct brig_rootfs_step *fifo = nth(plan, BRIG_STEP_DEVICE, 6);
-    CHECK(fifo && fifo->node.type == S_IFIFO && fifo->node.major == 0 && fifo->node.mode == 0666 &&
-              !fifo->node.from_host,
+    CHECK(fifo && fifo->node.type == S_IFIFO && fifo->node.major == 0 && fifo->node.mode == 0666
+              && !fifo->node.from_host,
           "devices: a fifo is made even in a user namespace, 0666 by default");
     const struct brig_rootfs_step *null = nth(plan, BRIG_STEP_DEVICE, 7);
-    CHECK(null && strcmp(null->path, "/dev/null") == 0 && null->node.type == S_IFCHR &&
-              null->node.mode == 0640 && null->index == 2,
+    CHECK(null && strcmp(null->path, "/dev/null") == 0 && null->node.type == S_IFCHR
+              && null->node.mode == 0640 && null->index == 2,
           "devices: type u is a char device; the spec's mode wins");
     const struct brig_rootfs_step *loop = nth(plan, BRIG_STEP_DEVICE, 8);
     CHECK(loop && loop->node.type == S_IFBLK && strcmp(loop->path, "/dev/disk/loop7") == 0,
@@ -442,8 +443,8 @@ static void test_dev_not_ours(void)
         brig_spec_free(spec);
         char name[64];
         snprintf(name, sizeof name, "/dev not ours (case %zu): no node, link or shm", i);
-        CHECK(plan && count(plan, BRIG_STEP_DEVICE) == 0 && count(plan, BRIG_STEP_DEV_LINK) == 0 &&
-                  count(plan, BRIG_STEP_DEV_SHM) == 0 && count(plan, BRIG_STEP_PIVOT_ROOT) == 1,
+        CHECK(plan && count(plan, BRIG_STEP_DEVICE) == 0 && count(plan, BRIG_STEP_DEV_LINK) == 0
+                  && count(plan, BRIG_STEP_DEV_SHM) == 0 && count(plan, BRIG_STEP_PIVOT_ROOT) == 1,
               name);
         brig_rootfs_plan_free(plan);
     }
@@ -451,15 +452,14 @@ static void test_dev_not_ours(void)
 
 /* ---- masked and read-only paths, read-only root, no mount namespace ---- */
 
-static const char paths_plan[] =
-    "P propagate-host-root /\n"
-    "P bind-rootfs " ROOTFS "\n"
-    "P mount /dev\n"
-    "V pivot_root " ROOTFS "\n"
-    "F readonly-path /proc/sys\n"
-    "F readonly-path /etc/relative\n"
-    "F mask-path /proc/kcore\n"
-    "F mask-path /secret\n";
+static const char paths_plan[] = "P propagate-host-root /\n"
+                                 "P bind-rootfs " ROOTFS "\n"
+                                 "P mount /dev\n"
+                                 "V pivot_root " ROOTFS "\n"
+                                 "F readonly-path /proc/sys\n"
+                                 "F readonly-path /etc/relative\n"
+                                 "F mask-path /proc/kcore\n"
+                                 "F mask-path /secret\n";
 
 static void test_paths(void)
 {
@@ -488,10 +488,9 @@ static void test_paths(void)
 static void test_chroot_only(void)
 {
     /* The mounts are never looked at: the runtime's namespace is shared. */
-    struct brig_spec *spec = parse(
-        "{'ociVersion': '1.2.0', 'root': {'path': 'r'},"
-        " 'mounts': [{'destination': '/proc', 'type': 'proc'}],"
-        " 'linux': {'namespaces': [{'type': 'pid'}]}}");
+    struct brig_spec *spec = parse("{'ociVersion': '1.2.0', 'root': {'path': 'r'},"
+                                   " 'mounts': [{'destination': '/proc', 'type': 'proc'}],"
+                                   " 'linux': {'namespaces': [{'type': 'pid'}]}}");
     struct brig_rootfs_plan *plan = plan_of(spec, false);
     brig_spec_free(spec);
     CHECK(plan && plan->chroot_only && plan->n_steps == 0 && strcmp(plan->rootfs, ROOTFS) == 0,
@@ -548,8 +547,7 @@ static void test_config_errors_parsed(void)
     expect_error(spec, "mounts[0].type: missing, and no bind option", "no type and no bind option");
     brig_spec_free(spec);
 
-    spec = parse_config("{'path': 'r'}", "",
-                        "'maskedPaths': ['/proc/kcore', '']");
+    spec = parse_config("{'path': 'r'}", "", "'maskedPaths': ['/proc/kcore', '']");
     expect_error(spec, "linux.maskedPaths[1]: must not be empty", "an empty masked path");
     brig_spec_free(spec);
 

@@ -40,7 +40,7 @@ static void test_relpath(void)
         { "a/b", "a/b" },
         { "", "." },
         { "dir/", "dir/" },
-        { "../x", "../x" },  /* resolution keeps it inside */
+        { "../x", "../x" }, /* resolution keeps it inside */
         { "/mnt/database", "only /mnt/data is reachable" },
         { "/etc/passwd", "only /mnt/data is reachable" },
         { "/mnt", "only /mnt/data is reachable" },
@@ -141,8 +141,8 @@ static void test_read(void)
 {
     check_read("file", true);
     check_read("./sub/../file", true);
-    check_read("victim_link", false);  /* a final symlink */
-    check_read("abs/victim", false);   /* the host's path, taken inside */
+    check_read("victim_link", false); /* a final symlink */
+    check_read("abs/victim", false);  /* the host's path, taken inside */
     check_read("rel/victim", false);
     check_read("../outside/victim", false);
     check_read("up/outside/victim", false);
@@ -171,7 +171,7 @@ static void test_target(void)
     /* Links to host dirs are no dirs inside the tree: the name stays. */
     check_target("abs", "abs");
     check_target("rel", "rel");
-    check_target("up", "up/x.csv");  /* up is the tree's own top */
+    check_target("up", "up/x.csv"); /* up is the tree's own top */
 }
 
 static void check_create(const char *name, bool want_ok)

@@ -110,47 +110,58 @@ static bool killed_by(int status, int sig)
 static void test_compile_errors(void)
 {
     check_error("{\"defaultAction\":\"SCMP_ACT_FOO\"}",
-                "linux.seccomp.defaultAction: unknown action `SCMP_ACT_FOO`", "unknown default action");
+                "linux.seccomp.defaultAction: unknown action `SCMP_ACT_FOO`",
+                "unknown default action");
     check_error("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":["
                 "{\"names\":[\"getppid\"],\"action\":\"SCMP_ACT_ERRNO\"},"
                 "{\"names\":[\"getpid\"],\"action\":\"SCMP_ACT_FOO\"}]}",
-                "linux.seccomp.syscalls[1].action: unknown action `SCMP_ACT_FOO`", "unknown rule action");
-    check_error("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":[\"getppid\"],"
-                "\"action\":\"SCMP_ACT_ERRNO\",\"args\":[{\"index\":0,\"value\":1,\"op\":\"SCMP_CMP_XX\"}]}]}",
-                "linux.seccomp.syscalls[0].args[0].op: unknown operator `SCMP_CMP_XX`", "unknown operator");
-    check_error("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":[\"getppid\"],"
-                "\"action\":\"SCMP_ACT_ERRNO\",\"args\":[{\"index\":6,\"value\":1,\"op\":\"SCMP_CMP_EQ\"}]}]}",
-                "linux.seccomp.syscalls[0].args[0].index: 6 is out of range", "argument index 6");
-    check_error("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"architectures\":[\"SCMP_ARCH_X86_64\",\"SCMP_ARCH_Z80\"]}",
-                "linux.seccomp.architectures[1]: unknown architecture `SCMP_ARCH_Z80`", "unknown arch");
+                "linux.seccomp.syscalls[1].action: unknown action `SCMP_ACT_FOO`",
+                "unknown rule action");
+    check_error(
+        "{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":[\"getppid\"],"
+        "\"action\":\"SCMP_ACT_ERRNO\",\"args\":[{\"index\":0,\"value\":1,\"op\":\"SCMP_CMP_XX\"}]}]}",
+        "linux.seccomp.syscalls[0].args[0].op: unknown operator `SCMP_CMP_XX`", "unknown operator");
+    check_error(
+        "{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":[\"getppid\"],"
+        "\"action\":\"SCMP_ACT_ERRNO\",\"args\":[{\"index\":6,\"value\":1,\"op\":\"SCMP_CMP_EQ\"}]}]}",
+        "linux.seccomp.syscalls[0].args[0].index: 6 is out of range", "argument index 6");
+    check_error(
+        "{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"architectures\":[\"SCMP_ARCH_X86_64\",\"SCMP_ARCH_Z80\"]}",
+        "linux.seccomp.architectures[1]: unknown architecture `SCMP_ARCH_Z80`", "unknown arch");
     check_error("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"flags\":[\"SECCOMP_FILTER_FLAG_NOPE\"]}",
                 "linux.seccomp.flags[0]: unknown flag `SECCOMP_FILTER_FLAG_NOPE`", "unknown flag");
-    check_error("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":[\"getppid\"],\"action\":\"SCMP_ACT_NOTIFY\"}]}",
-                "linux.seccomp.syscalls[0].action: SCMP_ACT_NOTIFY needs linux.seccomp.listenerPath",
-                "NOTIFY without listenerPath");
+    check_error(
+        "{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":[\"getppid\"],\"action\":\"SCMP_ACT_NOTIFY\"}]}",
+        "linux.seccomp.syscalls[0].action: SCMP_ACT_NOTIFY needs linux.seccomp.listenerPath",
+        "NOTIFY without listenerPath");
     check_error("{\"defaultAction\":\"SCMP_ACT_NOTIFY\",\"listenerPath\":\"/x\"}",
-                "linux.seccomp.defaultAction: SCMP_ACT_NOTIFY can't be the default action", "NOTIFY as default");
+                "linux.seccomp.defaultAction: SCMP_ACT_NOTIFY can't be the default action",
+                "NOTIFY as default");
     check_error("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":[\"getppid\"],"
                 "\"action\":\"SCMP_ACT_KILL\",\"errnoRet\":3}]}",
-                "linux.seccomp.syscalls[0].errnoRet: not valid with action `SCMP_ACT_KILL`", "errnoRet with KILL");
+                "linux.seccomp.syscalls[0].errnoRet: not valid with action `SCMP_ACT_KILL`",
+                "errnoRet with KILL");
     check_error("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"defaultErrnoRet\":3}",
-                "linux.seccomp.defaultErrnoRet: not valid with action `SCMP_ACT_ALLOW`", "defaultErrnoRet with ALLOW");
+                "linux.seccomp.defaultErrnoRet: not valid with action `SCMP_ACT_ALLOW`",
+                "defaultErrnoRet with ALLOW");
     check_error("{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"defaultErrnoRet\":5000}",
                 "linux.seccomp.defaultErrnoRet: 5000 is out of range", "errnoRet too large");
 
     /* What must compile. */
-    char *msg = compile_error("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":["
-                              "{\"names\":[\"no_such_syscall_anywhere\",\"getppid\"],\"action\":\"SCMP_ACT_ERRNO\"}]}");
+    char *msg = compile_error(
+        "{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":["
+        "{\"names\":[\"no_such_syscall_anywhere\",\"getppid\"],\"action\":\"SCMP_ACT_ERRNO\"}]}");
     CHECK(msg == NULL, "an unknown syscall name is skipped");
     free(msg);
     msg = compile_error("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":["
                         "{\"names\":[\"getppid\"],\"action\":\"SCMP_ACT_ALLOW\"}]}");
     CHECK(msg == NULL, "a rule repeating the default action is skipped");
     free(msg);
-    msg = compile_error("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"architectures\":"
-                        "[\"SCMP_ARCH_X86_64\",\"SCMP_ARCH_X86\",\"SCMP_ARCH_X32\",\"SCMP_ARCH_AARCH64\",\"SCMP_ARCH_ARM\"],"
-                        "\"flags\":[\"SECCOMP_FILTER_FLAG_TSYNC\",\"SECCOMP_FILTER_FLAG_LOG\","
-                        "\"SECCOMP_FILTER_FLAG_SPEC_ALLOW\",\"SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV\"]}");
+    msg = compile_error(
+        "{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"architectures\":"
+        "[\"SCMP_ARCH_X86_64\",\"SCMP_ARCH_X86\",\"SCMP_ARCH_X32\",\"SCMP_ARCH_AARCH64\",\"SCMP_ARCH_ARM\"],"
+        "\"flags\":[\"SECCOMP_FILTER_FLAG_TSYNC\",\"SECCOMP_FILTER_FLAG_LOG\","
+        "\"SECCOMP_FILTER_FLAG_SPEC_ALLOW\",\"SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV\"]}");
     CHECK(msg == NULL, "every known flag and several arches compile");
     free(msg);
 }
@@ -175,29 +186,37 @@ static int run_probe(void *arg)
     return r == -1 && errno == p->want ? 0 : 1;
 }
 
-#define PROBE(nr_, want_) (&(struct probe) { .nr = (nr_), .want = (want_) })
+#define PROBE(nr_, want_) (&(struct probe){ .nr = (nr_), .want = (want_) })
 
-#define RULE_JSON(def, action, extra)                                                          \
-    "{\"defaultAction\":\"" def "\",\"syscalls\":[{\"names\":[\"getppid\"],\"action\":\"" action "\"" extra "}]}"
+#define RULE_JSON(def, action, extra)                                                            \
+    "{\"defaultAction\":\"" def "\",\"syscalls\":[{\"names\":[\"getppid\"],\"action\":\"" action \
+    "\"" extra "}]}"
 
 static void test_actions(void)
 {
-    int st = run_filtered(RULE_JSON("SCMP_ACT_ALLOW", "SCMP_ACT_ERRNO", ",\"errnoRet\":42"), run_probe,
-                          PROBE(SYS_getppid, 42));
+    int st = run_filtered(RULE_JSON("SCMP_ACT_ALLOW", "SCMP_ACT_ERRNO", ",\"errnoRet\":42"),
+                          run_probe, PROBE(SYS_getppid, 42));
     CHECK(exited(st, 0), "SCMP_ACT_ERRNO with errnoRet 42");
-    st = run_filtered(RULE_JSON("SCMP_ACT_ALLOW", "SCMP_ACT_ERRNO", ""), run_probe, PROBE(SYS_getppid, EPERM));
+    st = run_filtered(RULE_JSON("SCMP_ACT_ALLOW", "SCMP_ACT_ERRNO", ""), run_probe,
+                      PROBE(SYS_getppid, EPERM));
     CHECK(exited(st, 0), "SCMP_ACT_ERRNO defaults to EPERM");
-    st = run_filtered(RULE_JSON("SCMP_ACT_ALLOW", "SCMP_ACT_ERRNO", ""), run_probe, PROBE(SYS_getpid, 0));
+    st = run_filtered(RULE_JSON("SCMP_ACT_ALLOW", "SCMP_ACT_ERRNO", ""), run_probe,
+                      PROBE(SYS_getpid, 0));
     CHECK(exited(st, 0), "a syscall without a rule gets the default action");
-    st = run_filtered(RULE_JSON("SCMP_ACT_ALLOW", "SCMP_ACT_KILL_PROCESS", ""), run_probe, PROBE(SYS_getppid, 0));
+    st = run_filtered(RULE_JSON("SCMP_ACT_ALLOW", "SCMP_ACT_KILL_PROCESS", ""), run_probe,
+                      PROBE(SYS_getppid, 0));
     CHECK(killed_by(st, SIGSYS), "SCMP_ACT_KILL_PROCESS kills with SIGSYS");
-    st = run_filtered(RULE_JSON("SCMP_ACT_ALLOW", "SCMP_ACT_KILL_THREAD", ""), run_probe, PROBE(SYS_getppid, 0));
+    st = run_filtered(RULE_JSON("SCMP_ACT_ALLOW", "SCMP_ACT_KILL_THREAD", ""), run_probe,
+                      PROBE(SYS_getppid, 0));
     CHECK(killed_by(st, SIGSYS), "SCMP_ACT_KILL_THREAD kills the (only) thread");
-    st = run_filtered(RULE_JSON("SCMP_ACT_ALLOW", "SCMP_ACT_KILL", ""), run_probe, PROBE(SYS_getppid, 0));
+    st = run_filtered(RULE_JSON("SCMP_ACT_ALLOW", "SCMP_ACT_KILL", ""), run_probe,
+                      PROBE(SYS_getppid, 0));
     CHECK(killed_by(st, SIGSYS), "SCMP_ACT_KILL kills");
-    st = run_filtered(RULE_JSON("SCMP_ACT_ALLOW", "SCMP_ACT_TRAP", ""), run_probe, PROBE(SYS_getppid, 0));
+    st = run_filtered(RULE_JSON("SCMP_ACT_ALLOW", "SCMP_ACT_TRAP", ""), run_probe,
+                      PROBE(SYS_getppid, 0));
     CHECK(killed_by(st, SIGSYS), "SCMP_ACT_TRAP raises SIGSYS");
-    st = run_filtered(RULE_JSON("SCMP_ACT_ALLOW", "SCMP_ACT_LOG", ""), run_probe, PROBE(SYS_getppid, 0));
+    st = run_filtered(RULE_JSON("SCMP_ACT_ALLOW", "SCMP_ACT_LOG", ""), run_probe,
+                      PROBE(SYS_getppid, 0));
     CHECK(exited(st, 0), "SCMP_ACT_LOG lets the call through");
     /* Without a tracer attached the kernel fails the call with ENOSYS. */
     st = run_filtered(RULE_JSON("SCMP_ACT_ALLOW", "SCMP_ACT_TRACE", ",\"errnoRet\":5"), run_probe,
@@ -206,31 +225,34 @@ static void test_actions(void)
 
     /* Deny by default: only what the child needs to exit (and a sanitizer
      * build to allocate and report) is allowed. */
-#define CHILD_BASICS                                                                    \
-    "\"exit\",\"exit_group\",\"mmap\",\"munmap\",\"mprotect\",\"brk\",\"madvise\",\"write\","     \
+#define CHILD_BASICS                                                                          \
+    "\"exit\",\"exit_group\",\"mmap\",\"munmap\",\"mprotect\",\"brk\",\"madvise\",\"write\"," \
     "\"sigaltstack\",\"rt_sigaction\",\"rt_sigprocmask\",\"getpid\",\"gettid\""
     const char *deny = "{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"defaultErrnoRet\":38,\"syscalls\":["
                        "{\"names\":[" CHILD_BASICS "],\"action\":\"SCMP_ACT_ALLOW\"}]}";
     st = run_filtered(deny, run_probe, PROBE(SYS_getppid, 38));
     CHECK(exited(st, 0), "defaultErrnoRet 38 applies to what no rule allows");
     const char *allow = "{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":["
-                        "{\"names\":[" CHILD_BASICS ",\"getppid\"],\"action\":\"SCMP_ACT_ALLOW\"}]}";
+                        "{\"names\":[" CHILD_BASICS
+                        ",\"getppid\"],\"action\":\"SCMP_ACT_ALLOW\"}]}";
     st = run_filtered(allow, run_probe, PROBE(SYS_getppid, 0));
     CHECK(exited(st, 0), "SCMP_ACT_ALLOW under a deny default");
     st = run_filtered(allow, run_probe, PROBE(SYS_getpgid, EPERM));
     CHECK(exited(st, 0), "deny default without defaultErrnoRet: EPERM");
 
-    const char *names = "{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":"
-                        "[\"no_such_syscall\",\"getppid\",\"getpgid\"],\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":42}]}";
+    const char *names =
+        "{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":"
+        "[\"no_such_syscall\",\"getppid\",\"getpgid\"],\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":42}]}";
     st = run_filtered(names, run_probe, PROBE(SYS_getppid, 42));
     CHECK(exited(st, 0), "several names: one");
     st = run_filtered(names, run_probe, PROBE(SYS_getpgid, 42));
     CHECK(exited(st, 0), "several names: another");
 
-    const char *arches = "{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"architectures\":"
-                         "[\"SCMP_ARCH_X86_64\",\"SCMP_ARCH_X86\",\"SCMP_ARCH_X32\",\"SCMP_ARCH_AARCH64\",\"SCMP_ARCH_ARM\"],"
-                         "\"flags\":[\"SECCOMP_FILTER_FLAG_TSYNC\",\"SECCOMP_FILTER_FLAG_LOG\",\"SECCOMP_FILTER_FLAG_SPEC_ALLOW\"],"
-                         "\"syscalls\":[{\"names\":[\"getppid\"],\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":42}]}";
+    const char *arches =
+        "{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"architectures\":"
+        "[\"SCMP_ARCH_X86_64\",\"SCMP_ARCH_X86\",\"SCMP_ARCH_X32\",\"SCMP_ARCH_AARCH64\",\"SCMP_ARCH_ARM\"],"
+        "\"flags\":[\"SECCOMP_FILTER_FLAG_TSYNC\",\"SECCOMP_FILTER_FLAG_LOG\",\"SECCOMP_FILTER_FLAG_SPEC_ALLOW\"],"
+        "\"syscalls\":[{\"names\":[\"getppid\"],\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":42}]}";
     st = run_filtered(arches, run_probe, PROBE(SYS_getppid, 42));
     CHECK(exited(st, 0), "a multi-arch filter with flags loads and applies");
 }
@@ -254,9 +276,11 @@ static void *thread_getppid(void *arg)
 static int tsync_status(const char *flags)
 {
     char json[512];
-    snprintf(json, sizeof json,
-             "{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"flags\":[%s],\"syscalls\":[{\"names\":[\"getppid\"],"
-             "\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":42}]}", flags);
+    snprintf(
+        json, sizeof json,
+        "{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"flags\":[%s],\"syscalls\":[{\"names\":[\"getppid\"],"
+        "\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":42}]}",
+        flags);
     struct brig_seccomp_filter *f;
     brig_error_t err = NULL;
     if (compile(json, &f, &err) < 0)
@@ -288,7 +312,8 @@ static int check_no_nnp(void *arg)
 
 static void test_flags(void)
 {
-    CHECK(exited(tsync_status("\"SECCOMP_FILTER_FLAG_TSYNC\""), 1), "TSYNC: a running thread gets the filter");
+    CHECK(exited(tsync_status("\"SECCOMP_FILTER_FLAG_TSYNC\""), 1),
+          "TSYNC: a running thread gets the filter");
     CHECK(exited(tsync_status(""), 0), "without TSYNC: only the loading thread");
     CHECK(exited(run_filtered("{\"defaultAction\":\"SCMP_ACT_ALLOW\"}", check_no_nnp, NULL), 0),
           "loading doesn't set no_new_privs (that is process.noNewPrivileges' call)");
@@ -321,7 +346,8 @@ static int op_mask(const char *args_json, const struct op_probe *p)
     char json[1024];
     snprintf(json, sizeof json,
              "{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":[\"getppid\"],"
-             "\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":42,\"args\":[%s]}]}", args_json);
+             "\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":42,\"args\":[%s]}]}",
+             args_json);
     int st = run_filtered(json, run_op_probe, (void *) p);
     return st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
@@ -348,18 +374,26 @@ static void test_operators(void)
     }
     /* (arg & 0xf0) == 0x30 */
     const struct op_probe masked = { .vals = { 0x3f, 0x40, 0x130, 0x30 }, .n = 4 };
-    CHECK(op_mask("{\"index\":0,\"value\":240,\"valueTwo\":48,\"op\":\"SCMP_CMP_MASKED_EQ\"}", &masked) == 0xd,
+    CHECK(op_mask("{\"index\":0,\"value\":240,\"valueTwo\":48,\"op\":\"SCMP_CMP_MASKED_EQ\"}",
+                  &masked)
+              == 0xd,
           "SCMP_CMP_MASKED_EQ: value is the mask, valueTwo the datum");
     /* runc's convention: two conditions on one argument are ORed. */
     const struct op_probe or3 = { .vals = { 1, 2, 3 }, .n = 3 };
-    CHECK(op_mask("{\"index\":0,\"value\":1,\"op\":\"SCMP_CMP_EQ\"},{\"index\":0,\"value\":2,\"op\":\"SCMP_CMP_EQ\"}",
-                  &or3) == 0x3,
-          "two conditions on the same argument: either matches");
+    CHECK(
+        op_mask(
+            "{\"index\":0,\"value\":1,\"op\":\"SCMP_CMP_EQ\"},{\"index\":0,\"value\":2,\"op\":\"SCMP_CMP_EQ\"}",
+            &or3)
+            == 0x3,
+        "two conditions on the same argument: either matches");
     /* Conditions on different arguments are ANDed. */
     const struct op_probe and3 = { .vals = { 1, 1, 0 }, .vals2 = { 2, 3, 2 }, .n = 3 };
-    CHECK(op_mask("{\"index\":0,\"value\":1,\"op\":\"SCMP_CMP_EQ\"},{\"index\":1,\"value\":2,\"op\":\"SCMP_CMP_EQ\"}",
-                  &and3) == 0x1,
-          "conditions on different arguments: all must match");
+    CHECK(
+        op_mask(
+            "{\"index\":0,\"value\":1,\"op\":\"SCMP_CMP_EQ\"},{\"index\":1,\"value\":2,\"op\":\"SCMP_CMP_EQ\"}",
+            &and3)
+            == 0x1,
+        "conditions on different arguments: all must match");
     /* The whole 64-bit value is compared. */
     const struct op_probe wide = { .vals = { 0x100000000ul, 0 }, .n = 2 };
     CHECK(op_mask("{\"index\":0,\"value\":4294967296,\"op\":\"SCMP_CMP_EQ\"}", &wide) == 0x1,
@@ -384,7 +418,9 @@ static char *accept_message(int lfd, int *fd)
             struct cmsghdr align;
         } control;
         struct iovec iov = { .iov_base = buf + len, .iov_len = cap - len };
-        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+        struct msghdr msg = { .msg_iov = &iov,
+                              .msg_iovlen = 1,
+                              .msg_control = control.buf,
                               .msg_controllen = sizeof control.buf };
         ssize_t n = recvmsg(c, &msg, MSG_CMSG_CLOEXEC);
         if (n <= 0)
@@ -423,15 +459,17 @@ static void test_listener_message(const char *dir)
     int pipefd[2];
     CHECK(pipe(pipefd) == 0, "pipe to pass");
     brig_error_t err = NULL;
-    int r = brig_seccomp_send_to_listener(path, "a \"quoted\"\nvalue", pipefd[0], 4321,
-                                          "{\"ociVersion\":\"1.2.0\",\"id\":\"c1\",\"status\":\"creating\"}", &err);
+    int r = brig_seccomp_send_to_listener(
+        path, "a \"quoted\"\nvalue", pipefd[0], 4321,
+        "{\"ociVersion\":\"1.2.0\",\"id\":\"c1\",\"status\":\"creating\"}", &err);
     CHECK(r == 0, "send_to_listener");
     if (r < 0)
         printf("# %s\n", err->msg);
     int got_fd;
     char *msg = accept_message(lfd, &got_fd);
     struct stat a, b;
-    CHECK(got_fd >= 0 && fstat(got_fd, &a) == 0 && fstat(pipefd[0], &b) == 0 && a.st_ino == b.st_ino,
+    CHECK(got_fd >= 0 && fstat(got_fd, &a) == 0 && fstat(pipefd[0], &b) == 0
+              && a.st_ino == b.st_ino,
           "the listener receives the fd (SCM_RIGHTS)");
     char ebuf[256];
     yajl_val tree = msg ? yajl_tree_parse(msg, ebuf, sizeof ebuf) : NULL;
@@ -456,7 +494,8 @@ static void test_listener_message(const char *dir)
     unlink(path);
 
     r = brig_seccomp_send_to_listener(path, NULL, 0, 1, "{}", &err);
-    CHECK(r < 0 && err && strstr(err->msg, "agent.sock"), "no listener: an error naming the socket");
+    CHECK(r < 0 && err && strstr(err->msg, "agent.sock"),
+          "no listener: an error naming the socket");
     brig_error_release(&err);
 }
 
@@ -467,9 +506,11 @@ static void test_notify(const char *dir)
 {
     char path[256], json[512];
     snprintf(path, sizeof path, "%s/notify.sock", dir);
-    snprintf(json, sizeof json,
-             "{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"listenerPath\":\"%s\",\"listenerMetadata\":\"m\","
-             "\"syscalls\":[{\"names\":[\"getppid\"],\"action\":\"SCMP_ACT_NOTIFY\"}]}", path);
+    snprintf(
+        json, sizeof json,
+        "{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"listenerPath\":\"%s\",\"listenerMetadata\":\"m\","
+        "\"syscalls\":[{\"names\":[\"getppid\"],\"action\":\"SCMP_ACT_NOTIFY\"}]}",
+        path);
     struct brig_seccomp_filter *f;
     brig_error_t err = NULL;
     if (compile(json, &f, &err) < 0) {
@@ -538,16 +579,21 @@ static bool has(const char *const *v, const char *s)
 
 static void test_features(void)
 {
-    CHECK(count(brig_seccomp_action_names()) == 9 && has(brig_seccomp_action_names(), "SCMP_ACT_NOTIFY")
+    CHECK(count(brig_seccomp_action_names()) == 9
+              && has(brig_seccomp_action_names(), "SCMP_ACT_NOTIFY")
               && has(brig_seccomp_action_names(), "SCMP_ACT_KILL_PROCESS"),
           "features: the nine actions");
-    CHECK(count(brig_seccomp_operator_names()) == 7 && has(brig_seccomp_operator_names(), "SCMP_CMP_MASKED_EQ"),
+    CHECK(count(brig_seccomp_operator_names()) == 7
+              && has(brig_seccomp_operator_names(), "SCMP_CMP_MASKED_EQ"),
           "features: the seven operators");
-    CHECK(has(brig_seccomp_arch_names(), "SCMP_ARCH_X86_64") && has(brig_seccomp_arch_names(), "SCMP_ARCH_AARCH64")
+    CHECK(has(brig_seccomp_arch_names(), "SCMP_ARCH_X86_64")
+              && has(brig_seccomp_arch_names(), "SCMP_ARCH_AARCH64")
               && has(brig_seccomp_arch_names(), "SCMP_ARCH_RISCV64"),
           "features: architectures");
-    const char *const *known = brig_seccomp_flag_names(), *const *sup = brig_seccomp_supported_flag_names();
-    CHECK(count(known) == 4 && has(known, "SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV"), "features: known flags");
+    const char *const *known = brig_seccomp_flag_names(), *const *sup =
+                                                              brig_seccomp_supported_flag_names();
+    CHECK(count(known) == 4 && has(known, "SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV"),
+          "features: known flags");
     bool subset = true;
     for (const char *const *p = sup; *p; p++)
         subset = subset && has(known, *p);
@@ -592,8 +638,9 @@ static int run_profile_as(struct brig_seccomp_filter *f, char *const argv[], boo
         if (unshare(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC) < 0
             || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
             _exit(102);
-        if (as_nobody && (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || setgroups(0, NULL) < 0
-                          || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0))
+        if (as_nobody
+            && (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || setgroups(0, NULL) < 0
+                || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0))
             _exit(103);
         if (brig_seccomp_load(f, &nfd, &err) < 0) {
             fprintf(stderr, "# load: %s\n", err->msg);
@@ -753,13 +800,15 @@ static void test_profile(const char *file, bool sandbox)
     CHECK(exited(run_profile_as(f, bash, true), 0), name);
     if (access(PYTHON, X_OK) == 0) {
         char *py[] = { PYTHON, "-c", (char *) python_script, NULL };
-        snprintf(name, sizeof name, "%s: a python3 workload runs (subprocess, sockets, threads)", file);
+        snprintf(name, sizeof name, "%s: a python3 workload runs (subprocess, sockets, threads)",
+                 file);
         CHECK(exited(run_profile(f, py), 0), name);
         snprintf(name, sizeof name, "%s: the python3 workload as nobody with no_new_privs", file);
         CHECK(exited(run_profile_as(f, py, true), 0), name);
 
         size_t n = sizeof blocked / sizeof blocked[0];
-        char *argv[4 + sizeof blocked / sizeof blocked[0]] = { PYTHON, "-c", (char *) probe_script };
+        char *argv[4 + sizeof blocked / sizeof blocked[0]] = { PYTHON, "-c",
+                                                               (char *) probe_script };
         char specs[sizeof blocked / sizeof blocked[0]][160];
         for (size_t i = 0; i < n; i++) {
             const struct blocked *b = &blocked[i];
@@ -829,13 +878,16 @@ static void test_compat_abi(void)
          * tests/integration/seccomp_abi.bats). */
         printf("# this kernel has no i386 syscall entry\n");
         int st = run_filtered(sb, int80_getpid, NULL);
-        CHECK(st >= 0 && WIFSIGNALED(st), "sandbox.json: no i386 syscall runs (the kernel has none)");
+        CHECK(st >= 0 && WIFSIGNALED(st),
+              "sandbox.json: no i386 syscall runs (the kernel has none)");
         st = run_filtered(def, int80_getpid, NULL);
-        CHECK(st >= 0 && WIFSIGNALED(st), "default.json: no i386 syscall runs (the kernel has none)");
+        CHECK(st >= 0 && WIFSIGNALED(st),
+              "default.json: no i386 syscall runs (the kernel has none)");
         return;
     }
     CHECK(exited(run_filtered(def, int80_getpid, NULL), 0), "default.json: the i386 ABI works");
-    CHECK(killed_by(run_filtered(sb, int80_getpid, NULL), SIGSYS), "sandbox.json: the i386 ABI is killed");
+    CHECK(killed_by(run_filtered(sb, int80_getpid, NULL), SIGSYS),
+          "sandbox.json: the i386 ABI is killed");
 }
 #endif
 

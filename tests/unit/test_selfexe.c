@@ -131,7 +131,7 @@ static void test_cache(void)
     int made = open(dead_src, O_WRONLY | O_CREAT | O_CLOEXEC, 0755);
     int target = open(dead, O_WRONLY | O_CREAT | O_CLOEXEC, 0400);
     bool stale_ready = made >= 0 && target >= 0 && write(made, "old", 3) == 3
-        && mount(dead_src, dead, NULL, MS_BIND, NULL) == 0 && unlink(dead_src) == 0;
+                       && mount(dead_src, dead, NULL, MS_BIND, NULL) == 0 && unlink(dead_src) == 0;
     if (made >= 0)
         close(made);
     if (target >= 0)
@@ -184,7 +184,8 @@ int main(int argc, char **argv)
 
     struct statvfs st;
     int on_readonly = statvfs("/proc/self/exe", &st) == 0 && (st.f_flag & ST_RDONLY);
-    CHECK(!on_readonly, "the test binary starts on a writable mount (else the move proves nothing)");
+    CHECK(!on_readonly,
+          "the test binary starts on a writable mount (else the move proves nothing)");
 
     pid_t pid = fork();
     if (pid == 0)
@@ -220,7 +221,8 @@ int main(int argc, char **argv)
     waitpid(pid, &status, 0);
     if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
         printf("# brig_selfexe_protect's child exited %d\n", WEXITSTATUS(status));
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "brig_selfexe_protect guards in place and keeps our path");
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "brig_selfexe_protect guards in place and keeps our path");
     test_cache();
 
     /* The deferred guard (create, run): nothing moves until asked; a child
@@ -239,7 +241,8 @@ int main(int argc, char **argv)
             brig_error_t e = NULL;
             _exit(brig_selfexe_rebind(brig_selfexe_deferred_fd(), &e) == 0
                           && statvfs("/proc/self/exe", &st) == 0 && (st.f_flag & ST_RDONLY)
-                      ? 0 : 1);
+                      ? 0
+                      : 1);
         }
         int s2;
         if (waitpid(init, &s2, 0) != init || !WIFEXITED(s2) || WEXITSTATUS(s2) != 0)

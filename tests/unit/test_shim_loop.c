@@ -120,8 +120,9 @@ int main(void)
     shim_loop_run(l, &err);
     long long took = now_ms() - t0;
     order[n_order] = '\0';
-    CHECK_STR(order, "abcs", "deferred functions run in order, re-deferred ones a turn later, "
-                             "then the timer");
+    CHECK_STR(order, "abcs",
+              "deferred functions run in order, re-deferred ones a turn later, "
+              "then the timer");
     CHECK(took >= 80 && took < 2000, "the timer fired after its delay");
 
     close(p.a[0]);

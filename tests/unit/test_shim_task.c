@@ -247,14 +247,16 @@ int main(void)
     char *b2 = make_bundle("c2", "echo ready; exec sleep 100", false, true);
     rout = fifo("c2.out", out, sizeof out);
     struct shim_create_opts o2 = { .id = "c2", .bundle = b2, .io = { NULL, out, NULL, false } };
-    CHECK(shim_task_create(t, &o2, &pid, &err) == 0 && shim_task_start(t, "c2", NULL, &started, &err) == 0,
+    CHECK(shim_task_create(t, &o2, &pid, &err) == 0
+              && shim_task_start(t, "c2", NULL, &started, &err) == 0,
           "create and start c2");
     char eout[128];
     int reout = fifo("e1.out", eout, sizeof eout);
     const char *proc = "{\"args\":[\"sh\",\"-c\",\"echo in-exec; exit 5\"],\"cwd\":\"/\","
                        "\"env\":[\"PATH=/bin\"]}";
     struct shim_stdio eio = { NULL, eout, NULL, false };
-    CHECK(shim_task_exec(t, "c2", "e1", proc, strlen(proc), &eio, &err) == 0, "exec e1 is registered");
+    CHECK(shim_task_exec(t, "c2", "e1", proc, strlen(proc), &eio, &err) == 0,
+          "exec e1 is registered");
     CHECK(shim_task_exec(t, "c2", "e1", proc, strlen(proc), &eio, &err) == SHIM_E_EXISTS,
           "the same exec id again is AlreadyExists");
     brig_error_release(&err);
@@ -291,7 +293,8 @@ int main(void)
     CHECK(shim_task_delete(t, "c2", NULL, &del, &err) == SHIM_E_PRECONDITION,
           "deleting a running container is FailedPrecondition");
     brig_error_release(&err);
-    CHECK(shim_task_resize_pty(t, "c2", NULL, 80, 24, &err) == 0, "resize without a terminal is a no-op");
+    CHECK(shim_task_resize_pty(t, "c2", NULL, 80, 24, &err) == 0,
+          "resize without a terminal is a no-op");
     struct shim_checkpoint_opts ck = { .image_path = NULL };
     CHECK(shim_task_checkpoint(t, "c2", &ck, &err) == SHIM_E_INVALID,
           "checkpoint without an image path is InvalidArgument");

@@ -62,8 +62,9 @@ static void send_call(int fd, uint32_t stream, const char *service, const char *
     size_t plen = shimpb__connect_request__pack(&req, payload);
     uint8_t *frame = NULL;
     size_t len = 0;
-    if (ttrpc_request_frame(stream, service, method, payload, plen, 0, NULL, 0, &frame, &len,
-                            NULL) == 0 && write(fd, frame, len) != (ssize_t) len)
+    if (ttrpc_request_frame(stream, service, method, payload, plen, 0, NULL, 0, &frame, &len, NULL)
+            == 0
+        && write(fd, frame, len) != (ssize_t) len)
         fprintf(stderr, "short write\n");
     free(frame);
 }
@@ -115,27 +116,32 @@ static void test_server(void)
     uint32_t stream = 0;
     Shimpb__Response *r = read_response(c, &stream);
     CHECK(r && stream == 3 && !r->status, "Echo answered first, without a status");
-    Shimpb__ConnectResponse *cr = r ? shimpb__connect_response__unpack(NULL, r->payload.len, r->payload.data) : NULL;
+    Shimpb__ConnectResponse *cr = r ? shimpb__connect_response__unpack(NULL, r->payload.len,
+                                                                       r->payload.data)
+                                    : NULL;
     CHECK(cr && cr->shim_pid == 42 && strcmp(cr->version, "hello") == 0, "Echo payload");
     if (cr)
         shimpb__connect_response__free_unpacked(cr, NULL);
     shimpb__response__free_unpacked(r, NULL);
 
     r = read_response(c, &stream);
-    CHECK(r && stream == 5 && r->status && r->status->code == TTRPC_UNIMPLEMENTED &&
-              strcmp(r->status->message, "method Frobnicate") == 0, "unknown method: UNIMPLEMENTED");
+    CHECK(r && stream == 5 && r->status && r->status->code == TTRPC_UNIMPLEMENTED
+              && strcmp(r->status->message, "method Frobnicate") == 0,
+          "unknown method: UNIMPLEMENTED");
     shimpb__response__free_unpacked(r, NULL);
     r = read_response(c, &stream);
-    CHECK(r && stream == 7 && r->status && r->status->code == TTRPC_UNIMPLEMENTED &&
-              strcmp(r->status->message, "service no.Such") == 0, "unknown service: UNIMPLEMENTED");
+    CHECK(r && stream == 7 && r->status && r->status->code == TTRPC_UNIMPLEMENTED
+              && strcmp(r->status->message, "service no.Such") == 0,
+          "unknown service: UNIMPLEMENTED");
     shimpb__response__free_unpacked(r, NULL);
     r = read_response(c, &stream);
     CHECK(r && stream == 8 && r->status && r->status->code == TTRPC_INVALID_ARGUMENT,
           "even stream id: INVALID_ARGUMENT");
     shimpb__response__free_unpacked(r, NULL);
     r = read_response(c, &stream);
-    CHECK(r && stream == 1 && r->status && r->status->code == TTRPC_NOT_FOUND &&
-              strcmp(r->status->message, "late: not found") == 0, "deferred answer comes last");
+    CHECK(r && stream == 1 && r->status && r->status->code == TTRPC_NOT_FOUND
+              && strcmp(r->status->message, "late: not found") == 0,
+          "deferred answer comes last");
     shimpb__response__free_unpacked(r, NULL);
 
     close(c);
@@ -181,27 +187,36 @@ int main(void)
     uint8_t hdr[TTRPC_HEADER_LEN];
     ttrpc_header_put(hdr, &f);
     static const uint8_t want_hdr[] = { 1, 2, 3, 4, 0x0a, 0x0b, 0x0c, 0x0d, 2, 1 };
-    CHECK(memcmp(hdr, want_hdr, sizeof(want_hdr)) == 0, "header is big-endian length, stream, type, flags");
+    CHECK(memcmp(hdr, want_hdr, sizeof(want_hdr)) == 0,
+          "header is big-endian length, stream, type, flags");
     struct ttrpc_frame g;
     ttrpc_header_get(hdr, &g);
-    CHECK(g.len == f.len && g.stream == f.stream && g.type == 2 && g.flags == 1, "header round trip");
+    CHECK(g.len == f.len && g.stream == f.stream && g.type == 2 && g.flags == 1,
+          "header round trip");
 
     /* Connect{id:"trace1"} on stream 3, as containerd sends it. */
-    static const uint8_t connect_frame[] =
-        "\x00\x00\x00\x2c\x00\x00\x00\x03\x01\x00"
-        "\x0a\x17" "containerd.task.v2.Task" "\x12\x07" "Connect" "\x1a\x08\x0a\x06" "trace1";
+    static const uint8_t connect_frame[] = "\x00\x00\x00\x2c\x00\x00\x00\x03\x01\x00"
+                                           "\x0a\x17"
+                                           "containerd.task.v2.Task"
+                                           "\x12\x07"
+                                           "Connect"
+                                           "\x1a\x08\x0a\x06"
+                                           "trace1";
     static const uint8_t payload[] = "\x0a\x06trace1";
     uint8_t *frame = NULL;
     size_t len = 0;
     CHECK(ttrpc_request_frame(3, "containerd.task.v2.Task", "Connect", payload, 8, 0, NULL, 0,
-                              &frame, &len, NULL) == 0, "request frame");
+                              &frame, &len, NULL)
+              == 0,
+          "request frame");
     CHECK(len == sizeof(connect_frame) - 1 && memcmp(frame, connect_frame, len) == 0,
           "request frame matches containerd's bytes");
     free(frame);
 
     char hex[65];
     brig_sha256_hex("", 0, hex);
-    CHECK_STR(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", "sha256 of nothing");
+    CHECK_STR(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+              "sha256 of nothing");
     const char *name = "/tmp/ctd/containerd.sock/default/probe";
     brig_sha256_hex(name, strlen(name), hex);
     CHECK_STR(hex, "c6afa1fdf01ad9e44996708c1c11e5cfaa21a754c312b87f0fd1b4b160c70a58",
@@ -209,7 +224,8 @@ int main(void)
     char block[200];
     memset(block, 'a', sizeof(block));
     brig_sha256_hex(block, sizeof(block), hex);
-    CHECK_STR(hex, "c2a908d98f5df987ade41b5fce213067efbcc21ef2240212a41e54b5e7c28ae5", "sha256 over several blocks");
+    CHECK_STR(hex, "c2a908d98f5df987ade41b5fce213067efbcc21ef2240212a41e54b5e7c28ae5",
+              "sha256 over several blocks");
 
     test_server();
     return unit_done();

@@ -119,7 +119,8 @@ static void test_full_top(const struct brig_spec *s)
     if (s->n_mounts == 2) {
         const struct brig_mount *m = &s->mounts[1];
         CHECK_STR(s->mounts[0].type, "proc", "mounts[0].type");
-        CHECK(s->mounts[0].options.n == 0 && s->mounts[0].options.v == NULL, "mounts[0] no options");
+        CHECK(s->mounts[0].options.n == 0 && s->mounts[0].options.v == NULL,
+              "mounts[0] no options");
         CHECK_STR(m->destination, "/mnt/data", "mounts[1].destination");
         CHECK(m->type == NULL, "mounts[1].type absent");
         CHECK_STR(m->source, "/srv/data", "mounts[1].source");
@@ -127,10 +128,12 @@ static void test_full_top(const struct brig_spec *s)
         CHECK(m->n_uid_mappings == 1 && m->uid_mappings[0].host_id == 100000
                   && m->uid_mappings[0].size == 65536,
               "mounts[1].uidMappings");
-        CHECK(m->n_gid_mappings == 1 && m->gid_mappings[0].host_id == 200000, "mounts[1].gidMappings");
+        CHECK(m->n_gid_mappings == 1 && m->gid_mappings[0].host_id == 200000,
+              "mounts[1].gidMappings");
     }
     const struct brig_hooks *h = &s->hooks;
-    CHECK(h->prestart.n == 1 && h->prestart.items[0].has_timeout && h->prestart.items[0].timeout == 5,
+    CHECK(h->prestart.n == 1 && h->prestart.items[0].has_timeout
+              && h->prestart.items[0].timeout == 5,
           "hooks.prestart");
     CHECK(h->prestart.n == 1 && h->prestart.items[0].args.n == 2 && h->prestart.items[0].env.n == 1,
           "hooks.prestart args/env");
@@ -143,7 +146,8 @@ static void test_full_top(const struct brig_spec *s)
     CHECK(h->poststart.n == 1 && h->poststart.items[0].timeout == 1, "hooks.poststart");
     CHECK(h->poststop.n == 1, "hooks.poststop");
     CHECK(s->annotations.n == 2, "annotations count");
-    CHECK_STR(s->annotations.n ? s->annotations.items[0].value : NULL, "sandbox", "annotations value");
+    CHECK_STR(s->annotations.n ? s->annotations.items[0].value : NULL, "sandbox",
+              "annotations value");
 }
 
 static void test_full_linux(const struct brig_linux *l)
@@ -192,7 +196,8 @@ static void test_full_linux(const struct brig_linux *l)
               "seccomp.syscalls[0]");
         if (sc->n_syscalls == 2) {
             const struct brig_seccomp_syscall *s1 = &sc->syscalls[1];
-            CHECK(s1->has_errno_ret && s1->errno_ret == 38 && s1->n_args == 1, "seccomp.syscalls[1]");
+            CHECK(s1->has_errno_ret && s1->errno_ret == 38 && s1->n_args == 1,
+                  "seccomp.syscalls[1]");
             CHECK(s1->n_args == 1 && s1->args[0].index == 0 && s1->args[0].value == UINT32_MAX
                       && s1->args[0].value_two == UINT64_MAX,
                   "seccomp args values");
@@ -244,7 +249,8 @@ static void test_full_resources(const struct brig_resources *r)
     CHECK(r->n_rdma == 1 && r->rdma[0].has_hca_handles && r->rdma[0].hca_objects == 10000, "rdma");
     CHECK_STR(r->n_rdma ? r->rdma[0].device : NULL, "mlx5_1", "rdma device name");
     CHECK(r->unified.n == 2, "unified");
-    CHECK_STR(r->unified.n == 2 ? r->unified.items[1].value : NULL, "8:0 rbps=1048576", "unified value");
+    CHECK_STR(r->unified.n == 2 ? r->unified.items[1].value : NULL, "8:0 rbps=1048576",
+              "unified value");
 }
 
 static void test_full(void)
@@ -282,7 +288,8 @@ static void test_required(void)
     expect_error("{\"ociVersion\": \"1.2.0\", \"root\": {}}", "config.json: missing root.path");
     expect_error("{\"ociVersion\": \"1.2.0\", \"root\": {\"path\": \"\"}}",
                  "config.json: root.path: must not be empty");
-    expect_error("{" MINIMAL ", \"process\": {\"cwd\": \"/\"}}", "config.json: missing process.args");
+    expect_error("{" MINIMAL ", \"process\": {\"cwd\": \"/\"}}",
+                 "config.json: missing process.args");
     expect_error("{" MINIMAL ", \"process\": {\"args\": []}}",
                  "config.json: process.args: must not be empty");
     expect_error("{" MINIMAL ", \"process\": {\"args\": [\"sh\"], \"cwd\": \"tmp\"}}",
@@ -338,34 +345,43 @@ static void test_wrong_types(void)
                  "config.json: linux.resources.cpu.cpus: expected a string");
     expect_error("{" MINIMAL ", \"annotations\": {\"a\": \"b\", \"c\": 1}}",
                  "config.json: annotations.c: expected a string");
-    expect_error("{" MINIMAL ", \"mounts\": [\"/proc\"]}", "config.json: mounts[0]: expected an object");
-    expect_error("{" MINIMAL ", \"linux\": {\"sysctl\": []}}", "config.json: linux.sysctl: expected an object");
-    expect_error("{" MINIMAL ", \"linux\": {\"resources\": {\"rdma\": {\"mlx\": {\"hcaHandles\": true}}}}}",
+    expect_error("{" MINIMAL ", \"mounts\": [\"/proc\"]}",
+                 "config.json: mounts[0]: expected an object");
+    expect_error("{" MINIMAL ", \"linux\": {\"sysctl\": []}}",
+                 "config.json: linux.sysctl: expected an object");
+    expect_error("{" MINIMAL
+                 ", \"linux\": {\"resources\": {\"rdma\": {\"mlx\": {\"hcaHandles\": true}}}}}",
                  "config.json: linux.resources.rdma.mlx.hcaHandles: expected an integer");
     expect_error("{" MINIMAL ", \"linux\": {\"resources\": {\"rdma\": {\"mlx\": 3}}}}",
                  "config.json: linux.resources.rdma.mlx: expected an object");
-    expect_error("{" MINIMAL ", \"linux\": {\"resources\": {\"blockIO\": {\"throttleReadBpsDevice\":"
-                 " [{\"major\": 8, \"minor\": 0, \"rate\": -1}]}}}}",
-                 "config.json: linux.resources.blockIO.throttleReadBpsDevice[0].rate: -1 is out of range");
+    expect_error(
+        "{" MINIMAL ", \"linux\": {\"resources\": {\"blockIO\": {\"throttleReadBpsDevice\":"
+        " [{\"major\": 8, \"minor\": 0, \"rate\": -1}]}}}}",
+        "config.json: linux.resources.blockIO.throttleReadBpsDevice[0].rate: -1 is out of range");
     expect_error("{" MINIMAL ", \"linux\": {\"seccomp\": {\"defaultAction\": \"SCMP_ACT_ALLOW\","
                  " \"syscalls\": [{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ERRNO\","
                  " \"args\": [{\"index\": 0, \"value\": 1, \"op\": 7}]}]}}}",
                  "config.json: linux.seccomp.syscalls[0].args[0].op: expected a string");
-    expect_error("{" MINIMAL ", \"hooks\": {\"prestart\": [{\"path\": \"/bin/true\", \"timeout\": 0}]}}",
+    expect_error("{" MINIMAL
+                 ", \"hooks\": {\"prestart\": [{\"path\": \"/bin/true\", \"timeout\": 0}]}}",
                  "config.json: hooks.prestart[0].timeout: must be greater than zero");
-    expect_error("{" MINIMAL ", \"hooks\": {\"createRuntime\": [{\"path\": \"/x\", \"timeout\": -3}]}}",
+    expect_error("{" MINIMAL
+                 ", \"hooks\": {\"createRuntime\": [{\"path\": \"/x\", \"timeout\": -3}]}}",
                  "config.json: hooks.createRuntime[0].timeout: must be greater than zero");
     expect_error("{" MINIMAL ", \"hooks\": {\"prestart\": [{\"path\": \"true\"}]}}",
                  "config.json: hooks.prestart[0].path: must be an absolute path");
-    expect_error("{" MINIMAL ", \"linux\": {\"timeOffsets\": {\"boottime\": {\"nanosecs\": 1000000000}}}}",
+    expect_error("{" MINIMAL
+                 ", \"linux\": {\"timeOffsets\": {\"boottime\": {\"nanosecs\": 1000000000}}}}",
                  "config.json: linux.timeOffsets.boottime.nanosecs: 1000000000 is out of range");
     expect_error("{" MINIMAL ", \"linux\": {\"rootfsPropagation\": \"sideways\"}}",
                  "config.json: linux.rootfsPropagation: unknown propagation `sideways`");
-    expect_error("{" MINIMAL ", \"linux\": {\"devices\": [{\"type\": \"x\", \"path\": \"/dev/x\"}]}}",
+    expect_error("{" MINIMAL
+                 ", \"linux\": {\"devices\": [{\"type\": \"x\", \"path\": \"/dev/x\"}]}}",
                  "config.json: linux.devices[0].type: must be one of c, b, u, p");
-    expect_error("{" MINIMAL ", \"linux\": {\"resources\": {\"devices\": [{\"allow\": true,"
-                 " \"access\": \"rwx\"}]}}}",
-                 "config.json: linux.resources.devices[0].access: must be a combination of r, w and m");
+    expect_error(
+        "{" MINIMAL ", \"linux\": {\"resources\": {\"devices\": [{\"allow\": true,"
+        " \"access\": \"rwx\"}]}}}",
+        "config.json: linux.resources.devices[0].access: must be a combination of r, w and m");
     expect_error("{" MINIMAL ", \"linux\": {\"personality\": {\"domain\": \"BSD\"}}}",
                  "config.json: linux.personality.domain: must be LINUX or LINUX32");
     expect_error("[1, 2]", "config.json: expected a JSON object");
@@ -377,15 +393,19 @@ static void test_wrong_types(void)
 
 static void test_namespaces(void)
 {
-    expect_error("{" MINIMAL ", \"linux\": {\"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"bogus\"}]}}",
+    expect_error("{" MINIMAL
+                 ", \"linux\": {\"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"bogus\"}]}}",
                  "config.json: linux.namespaces[1].type: unknown namespace type `bogus`");
-    expect_error("{" MINIMAL ", \"linux\": {\"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"ipc\"},"
+    expect_error("{" MINIMAL
+                 ", \"linux\": {\"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"ipc\"},"
                  " {\"type\": \"pid\", \"path\": \"/proc/1/ns/pid\"}]}}",
                  "config.json: linux.namespaces[2].type: duplicate namespace type `pid`");
-    expect_error("{" MINIMAL ", \"linux\": {\"namespaces\": [{\"type\": \"network\", \"path\": \"netns\"}]}}",
+    expect_error("{" MINIMAL
+                 ", \"linux\": {\"namespaces\": [{\"type\": \"network\", \"path\": \"netns\"}]}}",
                  "config.json: linux.namespaces[0].path: must be an absolute path");
 
-    static const char *const names[] = { "pid", "network", "mount", "ipc", "uts", "user", "cgroup", "time" };
+    static const char *const names[] = { "pid", "network", "mount",  "ipc",
+                                         "uts", "user",    "cgroup", "time" };
     for (int t = 0; t < BRIG_NS_COUNT; t++)
         CHECK_STR(brig_ns_type_name((enum brig_ns_type) t), names[t], names[t]);
     CHECK(brig_ns_type_name(BRIG_NS_COUNT) == NULL, "ns name out of range is NULL");
@@ -404,7 +424,8 @@ static void test_namespaces(void)
     }
     s = parse_ok("{" MINIMAL "}", "parse without linux");
     if (s) {
-        CHECK(s->linux_ == NULL && brig_spec_namespace(s, BRIG_NS_PID) == NULL, "no linux, no namespace");
+        CHECK(s->linux_ == NULL && brig_spec_namespace(s, BRIG_NS_PID) == NULL,
+              "no linux, no namespace");
         brig_spec_free(s);
     }
 }
@@ -415,19 +436,30 @@ static void test_rlimits(void)
         const char *name;
         int resource;
     } all[] = {
-        { "RLIMIT_AS", RLIMIT_AS },         { "RLIMIT_CORE", RLIMIT_CORE },
-        { "RLIMIT_CPU", RLIMIT_CPU },       { "RLIMIT_DATA", RLIMIT_DATA },
-        { "RLIMIT_FSIZE", RLIMIT_FSIZE },   { "RLIMIT_LOCKS", RLIMIT_LOCKS },
-        { "RLIMIT_MEMLOCK", RLIMIT_MEMLOCK }, { "RLIMIT_MSGQUEUE", RLIMIT_MSGQUEUE },
-        { "RLIMIT_NICE", RLIMIT_NICE },     { "RLIMIT_NOFILE", RLIMIT_NOFILE },
-        { "RLIMIT_NPROC", RLIMIT_NPROC },   { "RLIMIT_RSS", RLIMIT_RSS },
-        { "RLIMIT_RTPRIO", RLIMIT_RTPRIO }, { "RLIMIT_RTTIME", RLIMIT_RTTIME },
-        { "RLIMIT_SIGPENDING", RLIMIT_SIGPENDING }, { "RLIMIT_STACK", RLIMIT_STACK },
+        { "RLIMIT_AS", RLIMIT_AS },
+        { "RLIMIT_CORE", RLIMIT_CORE },
+        { "RLIMIT_CPU", RLIMIT_CPU },
+        { "RLIMIT_DATA", RLIMIT_DATA },
+        { "RLIMIT_FSIZE", RLIMIT_FSIZE },
+        { "RLIMIT_LOCKS", RLIMIT_LOCKS },
+        { "RLIMIT_MEMLOCK", RLIMIT_MEMLOCK },
+        { "RLIMIT_MSGQUEUE", RLIMIT_MSGQUEUE },
+        { "RLIMIT_NICE", RLIMIT_NICE },
+        { "RLIMIT_NOFILE", RLIMIT_NOFILE },
+        { "RLIMIT_NPROC", RLIMIT_NPROC },
+        { "RLIMIT_RSS", RLIMIT_RSS },
+        { "RLIMIT_RTPRIO", RLIMIT_RTPRIO },
+        { "RLIMIT_RTTIME", RLIMIT_RTTIME },
+        { "RLIMIT_SIGPENDING", RLIMIT_SIGPENDING },
+        { "RLIMIT_STACK", RLIMIT_STACK },
     };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         char *json = NULL;
-        if (asprintf(&json, "{" MINIMAL ", \"process\": {\"args\": [\"sh\"], \"rlimits\":"
-                            " [{\"type\": \"%s\", \"hard\": 7, \"soft\": 3}]}}", all[i].name) < 0)
+        if (asprintf(&json,
+                     "{" MINIMAL ", \"process\": {\"args\": [\"sh\"], \"rlimits\":"
+                     " [{\"type\": \"%s\", \"hard\": 7, \"soft\": 3}]}}",
+                     all[i].name)
+            < 0)
             abort();
         struct brig_spec *s = parse_ok(json, all[i].name);
         CHECK(s && s->process->n_rlimits == 1 && s->process->rlimits[0].resource == all[i].resource
@@ -439,9 +471,10 @@ static void test_rlimits(void)
     expect_error("{" MINIMAL ", \"process\": {\"args\": [\"sh\"], \"rlimits\": [{\"type\":"
                  " \"RLIMIT_BOGUS\", \"hard\": 1, \"soft\": 1}]}}",
                  "config.json: process.rlimits[0].type: unknown rlimit `RLIMIT_BOGUS`");
-    expect_error("{" MINIMAL ", \"process\": {\"args\": [\"sh\"], \"rlimits\": [{\"type\": \"RLIMIT_CPU\","
-                 " \"hard\": 1, \"soft\": 1}, {\"type\": \"RLIMIT_CPU\", \"hard\": 2, \"soft\": 2}]}}",
-                 "config.json: process.rlimits[1].type: duplicate rlimit `RLIMIT_CPU`");
+    expect_error(
+        "{" MINIMAL ", \"process\": {\"args\": [\"sh\"], \"rlimits\": [{\"type\": \"RLIMIT_CPU\","
+        " \"hard\": 1, \"soft\": 1}, {\"type\": \"RLIMIT_CPU\", \"hard\": 2, \"soft\": 2}]}}",
+        "config.json: process.rlimits[1].type: duplicate rlimit `RLIMIT_CPU`");
     expect_error("{" MINIMAL ", \"process\": {\"args\": [\"sh\"], \"rlimits\": [{\"type\":"
                  " \"RLIMIT_NOFILE\", \"hard\": 10, \"soft\": 11}]}}",
                  "config.json: process.rlimits[0].soft: greater than hard limit");
@@ -449,13 +482,15 @@ static void test_rlimits(void)
 
 static void test_nulls(void)
 {
-    struct brig_spec *s = parse_ok(
-        "{" MINIMAL ", \"hostname\": null, \"process\": null, \"mounts\": null, \"hooks\": null,"
-        " \"annotations\": null, \"linux\": {\"resources\": null, \"seccomp\": null,"
-        " \"namespaces\": null, \"maskedPaths\": null, \"cgroupsPath\": null}}",
-        "nulls accepted");
+    struct brig_spec *s =
+        parse_ok("{" MINIMAL
+                 ", \"hostname\": null, \"process\": null, \"mounts\": null, \"hooks\": null,"
+                 " \"annotations\": null, \"linux\": {\"resources\": null, \"seccomp\": null,"
+                 " \"namespaces\": null, \"maskedPaths\": null, \"cgroupsPath\": null}}",
+                 "nulls accepted");
     if (s) {
-        CHECK(s->hostname == NULL && s->process == NULL && s->n_mounts == 0 && s->annotations.n == 0,
+        CHECK(s->hostname == NULL && s->process == NULL && s->n_mounts == 0
+                  && s->annotations.n == 0,
               "top-level nulls are absent");
         CHECK(s->linux_ && s->linux_->resources == NULL && s->linux_->seccomp == NULL
                   && s->linux_->n_namespaces == 0 && s->linux_->masked_paths.v == NULL
@@ -467,16 +502,18 @@ static void test_nulls(void)
                  " \"umask\": null}, \"oomScoreAdj\": null, \"capabilities\": null}}",
                  "process nulls accepted");
     if (s) {
-        CHECK(s->process->user.uid == 0 && !s->process->user.has_umask && !s->process->has_oom_score_adj
-                  && s->process->capabilities == NULL,
+        CHECK(s->process->user.uid == 0 && !s->process->user.has_umask
+                  && !s->process->has_oom_score_adj && s->process->capabilities == NULL,
               "process nulls are absent");
         CHECK(s->process->env.n == 0 && s->process->env.v == NULL && s->process->cwd == NULL,
               "absent env and cwd");
         brig_spec_free(s);
     }
-    expect_error("{\"ociVersion\": null, \"root\": {\"path\": \"r\"}}", "config.json: missing ociVersion");
+    expect_error("{\"ociVersion\": null, \"root\": {\"path\": \"r\"}}",
+                 "config.json: missing ociVersion");
     expect_error("{\"ociVersion\": \"1\", \"root\": null}", "config.json: missing root");
-    expect_error("{" MINIMAL ", \"process\": {\"args\": null}}", "config.json: missing process.args");
+    expect_error("{" MINIMAL ", \"process\": {\"args\": null}}",
+                 "config.json: missing process.args");
     expect_error("{" MINIMAL ", \"process\": {\"args\": [null]}}",
                  "config.json: process.args[0]: expected a string");
 }
@@ -485,31 +522,38 @@ static void test_ranges(void)
 {
     expect_error("{" MINIMAL ", \"process\": {\"args\": [\"sh\"], \"user\": {\"uid\": -1}}}",
                  "config.json: process.user.uid: -1 is out of range [0, 4294967295]");
-    expect_error("{" MINIMAL ", \"process\": {\"args\": [\"sh\"], \"user\": {\"uid\": 8589934592}}}",
+    expect_error("{" MINIMAL
+                 ", \"process\": {\"args\": [\"sh\"], \"user\": {\"uid\": 8589934592}}}",
                  "config.json: process.user.uid: 8589934592 is out of range");
-    expect_error("{" MINIMAL ", \"process\": {\"args\": [\"sh\"], \"user\": {\"gid\": 4294967296}}}",
+    expect_error("{" MINIMAL
+                 ", \"process\": {\"args\": [\"sh\"], \"user\": {\"gid\": 4294967296}}}",
                  "config.json: process.user.gid: 4294967296 is out of range");
     expect_error("{" MINIMAL ", \"process\": {\"args\": [\"sh\"], \"oomScoreAdj\": 1001}}",
                  "config.json: process.oomScoreAdj: 1001 is out of range [-1000, 1000]");
     expect_error("{" MINIMAL ", \"process\": {\"args\": [\"sh\"], \"rlimits\": [{\"type\":"
                  " \"RLIMIT_NOFILE\", \"hard\": 18446744073709551616, \"soft\": 1}]}}",
                  "config.json: process.rlimits[0].hard: 18446744073709551616 is out of range");
-    expect_error("{" MINIMAL ", \"linux\": {\"resources\": {\"memory\": {\"limit\": 9223372036854775808}}}}",
+    expect_error("{" MINIMAL
+                 ", \"linux\": {\"resources\": {\"memory\": {\"limit\": 9223372036854775808}}}}",
                  "config.json: linux.resources.memory.limit: 9223372036854775808 is out of range");
     expect_error("{" MINIMAL ", \"linux\": {\"resources\": {\"blockIO\": {\"weight\": 65536}}}}",
                  "config.json: linux.resources.blockIO.weight: 65536 is out of range [0, 65535]");
     expect_error("{" MINIMAL ", \"linux\": {\"resources\": {\"memory\": {\"swappiness\": 101}}}}",
                  "config.json: linux.resources.memory.swappiness: 101 is out of range [0, 100]");
-    expect_error("{" MINIMAL ", \"process\": {\"args\": [\"sh\"], \"scheduler\": {\"policy\": \"SCHED_RR\","
+    expect_error("{" MINIMAL
+                 ", \"process\": {\"args\": [\"sh\"], \"scheduler\": {\"policy\": \"SCHED_RR\","
                  " \"nice\": 2147483648}}}",
                  "config.json: process.scheduler.nice: 2147483648 is out of range");
-    expect_error("{" MINIMAL ", \"linux\": {\"uidMappings\": [{\"containerID\": 0, \"hostID\": 0, \"size\": 0}]}}",
-                 "config.json: linux.uidMappings[0].size: must be greater than zero");
+    expect_error(
+        "{" MINIMAL
+        ", \"linux\": {\"uidMappings\": [{\"containerID\": 0, \"hostID\": 0, \"size\": 0}]}}",
+        "config.json: linux.uidMappings[0].size: must be greater than zero");
 
-    struct brig_spec *s = parse_ok("{" MINIMAL ", \"process\": {\"args\": [\"sh\"], \"user\": {\"uid\":"
-                                   " 4294967295, \"gid\": -0}}, \"linux\": {\"resources\": {\"memory\":"
-                                   " {\"limit\": -9223372036854775808, \"swap\": 9223372036854775807}}}}",
-                                   "range edges accepted");
+    struct brig_spec *s =
+        parse_ok("{" MINIMAL ", \"process\": {\"args\": [\"sh\"], \"user\": {\"uid\":"
+                 " 4294967295, \"gid\": -0}}, \"linux\": {\"resources\": {\"memory\":"
+                 " {\"limit\": -9223372036854775808, \"swap\": 9223372036854775807}}}}",
+                 "range edges accepted");
     if (s) {
         CHECK(s->process->user.uid == UINT32_MAX && s->process->user.gid == 0, "uid max, gid -0");
         CHECK(s->linux_->resources->memory->limit == INT64_MIN
@@ -521,16 +565,20 @@ static void test_ranges(void)
 
 static void test_malformed(void)
 {
-    expect_error("{\"ociVersion\": \"1.2.0\",", "config.json: invalid JSON: parse error: premature EOF");
-    expect_error("{\"ociVersion\": \n x}",
-                 "config.json: invalid JSON: lexical error: invalid char in json text near `{\"ociVersion\":   x}`");
-    expect_error("{\"ociVersion\": \"1\"} trailing", "config.json: invalid JSON: parse error: trailing garbage");
+    expect_error("{\"ociVersion\": \"1.2.0\",",
+                 "config.json: invalid JSON: parse error: premature EOF");
+    expect_error(
+        "{\"ociVersion\": \n x}",
+        "config.json: invalid JSON: lexical error: invalid char in json text near `{\"ociVersion\":   x}`");
+    expect_error("{\"ociVersion\": \"1\"} trailing",
+                 "config.json: invalid JSON: parse error: trailing garbage");
     expect_error("", "config.json: invalid JSON");
     static const char with_nul[] = "{\"ociVersion\": \"1\"}\0{}";
     struct brig_spec *s = NULL;
     brig_error_t err = NULL;
     int r = brig_spec_parse(with_nul, sizeof with_nul - 1, "config.json", &s, &err);
-    CHECK(r < 0 && s == NULL && err && strstr(err->msg, "invalid JSON: NUL byte"), "embedded NUL rejected");
+    CHECK(r < 0 && s == NULL && err && strstr(err->msg, "invalid JSON: NUL byte"),
+          "embedded NUL rejected");
     brig_error_release(&err);
     /* Unterminated input: only len bytes may be read. */
     const char *buf = "{" MINIMAL "}garbage";
@@ -547,8 +595,9 @@ static void test_malformed(void)
         memset(deep + k + n, ']', n);
         strcpy(deep + k + 2 * n, "}");
         r = brig_spec_parse(deep, strlen(deep), "config.json", &s, &err);
-        CHECK(r < 0 && s == NULL && err && strstr(err->msg, "config.json: invalid JSON: nested more"
-                                                            " than 64 levels deep at byte 75"),
+        CHECK(r < 0 && s == NULL && err
+                  && strstr(err->msg, "config.json: invalid JSON: nested more"
+                                      " than 64 levels deep at byte 75"),
               "deep nesting refused");
         brig_error_release(&err);
         struct brig_process *p = NULL;
@@ -572,9 +621,10 @@ static void test_malformed(void)
 
 static void test_forward_compat(void)
 {
-    struct brig_spec *s = parse_ok("{" MINIMAL ", \"hostname\": \"a\", \"hostname\": \"b\","
-                                   " \"future\": {\"x\": [1]}, \"linux\": {\"netDevices\": {\"eth0\": {}}}}",
-                                   "unknown fields ignored");
+    struct brig_spec *s =
+        parse_ok("{" MINIMAL ", \"hostname\": \"a\", \"hostname\": \"b\","
+                 " \"future\": {\"x\": [1]}, \"linux\": {\"netDevices\": {\"eth0\": {}}}}",
+                 "unknown fields ignored");
     if (s) {
         CHECK_STR(s->hostname, "b", "duplicate key: last wins");
         brig_spec_free(s);
@@ -583,7 +633,8 @@ static void test_forward_compat(void)
                  "annotations with null and duplicate");
     if (s) {
         CHECK(s->annotations.n == 1, "null entry dropped, duplicate merged");
-        CHECK_STR(s->annotations.n ? s->annotations.items[0].value : NULL, "2", "duplicate entry: last wins");
+        CHECK_STR(s->annotations.n ? s->annotations.items[0].value : NULL, "2",
+                  "duplicate entry: last wins");
         brig_spec_free(s);
     }
     brig_error_t err = NULL;
@@ -608,7 +659,8 @@ static void test_process_parse(void)
     static const char bad[] = "{\"args\": [\"ls\", 3]}";
     r = brig_process_parse(bad, sizeof bad - 1, "process.json", &p, &err);
     CHECK(r < 0 && p == NULL && err, "process parse error");
-    CHECK_STR(err ? err->msg : NULL, "process.json: args[1]: expected a string", "process error path");
+    CHECK_STR(err ? err->msg : NULL, "process.json: args[1]: expected a string",
+              "process error path");
     brig_error_release(&err);
     r = brig_process_parse("{}", 2, "process.json", &p, &err);
     CHECK_STR(err ? err->msg : NULL, "process.json: missing args", "process missing args");

@@ -40,14 +40,20 @@ static void ids(void)
 static void signals(void)
 {
     brig_error_t err = NULL;
-    struct { const char *text; int want; } good[] = {
-        { "TERM", SIGTERM }, { "SIGTERM", SIGTERM }, { "sigkill", SIGKILL }, { "9", 9 },
-        { "USR1", SIGUSR1 }, { "RTMIN", SIGRTMIN }, { "RTMIN+2", SIGRTMIN + 2 },
-        { "SIGRTMAX-1", SIGRTMAX - 1 }, { "WINCH", SIGWINCH },
+    struct {
+        const char *text;
+        int want;
+    } good[] = {
+        { "TERM", SIGTERM },         { "SIGTERM", SIGTERM },
+        { "sigkill", SIGKILL },      { "9", 9 },
+        { "USR1", SIGUSR1 },         { "RTMIN", SIGRTMIN },
+        { "RTMIN+2", SIGRTMIN + 2 }, { "SIGRTMAX-1", SIGRTMAX - 1 },
+        { "WINCH", SIGWINCH },
     };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         int sig = -1;
-        CHECK(brig_signal_parse(good[i].text, &sig, &err) == 0 && sig == good[i].want, good[i].text);
+        CHECK(brig_signal_parse(good[i].text, &sig, &err) == 0 && sig == good[i].want,
+              good[i].text);
         brig_error_release(&err);
     }
     const char *bad[] = { "", "FOO", "SIG", "0", "65", "-1", "9x", "RTMIN+99" };
@@ -75,8 +81,13 @@ static void state_round_trip(void)
 
     struct brig_kv ann[] = { { (char *) "k", (char *) "v\"q" } };
     struct brig_state st = {
-        .id = (char *) "c1", .pid = getpid(), .bundle = (char *) "/b", .rootfs = (char *) "/b/rootfs",
-        .created = brig_timestamp_now(), .owner = (char *) "", .annotations = { ann, 1 },
+        .id = (char *) "c1",
+        .pid = getpid(),
+        .bundle = (char *) "/b",
+        .rootfs = (char *) "/b/rootfs",
+        .created = brig_timestamp_now(),
+        .owner = (char *) "",
+        .annotations = { ann, 1 },
     };
     brig_process_start_time(getpid(), &st.pid_start_time, &err);
     CHECK(brig_state_write(d, &st, &err) == 0, "write state");
@@ -93,7 +104,8 @@ static void state_round_trip(void)
     CHECK(back && brig_state_status(d, back) == BRIG_STATUS_STOPPED, "so: stopped");
     char *json = NULL;
     CHECK(brig_state_to_json(&st, BRIG_STATUS_CREATED, false, &json, &err) == 0, "oci json");
-    CHECK(json && strstr(json, "\"status\":\"created\"") && strstr(json, "\"ociVersion\":\"1.2.0\""),
+    CHECK(json && strstr(json, "\"status\":\"created\"")
+              && strstr(json, "\"ociVersion\":\"1.2.0\""),
           "oci json has status and version");
     free(json);
     brig_state_free(back);
@@ -134,12 +146,14 @@ static void state_round_trip(void)
  * epoch, leap days, century years, before 1970, far ahead. */
 static void timestamps(void)
 {
-    long long probes[] = { 0, 59, 86399, 86400, 951782400, 951868799, 4107542400LL, 1795339138,
-                           -1, -86401, 253402300799LL };
+    long long probes[] = { 0,         59,        86399,         86400,
+                           951782400, 951868799, 4107542400LL,  1795339138,
+                           -1,        -86401,    253402300799LL };
     bool all_equal = true;
     for (size_t i = 0; i < sizeof probes / sizeof probes[0] + 2000; i++) {
-        long long t = i < sizeof probes / sizeof probes[0] ? probes[i]
-                                                           : (long long) (i * 7919ULL * 86413ULL % 8000000000ULL) - 1000000000LL;
+        long long t = i < sizeof probes / sizeof probes[0]
+                          ? probes[i]
+                          : (long long) (i * 7919ULL * 86413ULL % 8000000000ULL) - 1000000000LL;
         struct timespec ts = { .tv_sec = (time_t) t, .tv_nsec = 7 };
         time_t tt = (time_t) t;
         struct tm tm;
@@ -169,7 +183,8 @@ static void passwd_lookup(void)
                        "broken:x:12a:0::/nowhere:/bin/sh\n"
                        "sandbox:x:1000:1000:Sand Box:/home/sandbox:/bin/bash\n"
                        "nohome:x:1001:1001::\n";
-    CHECK(fd >= 0 && write(fd, text, strlen(text)) == (ssize_t) strlen(text), "passwd: file written");
+    CHECK(fd >= 0 && write(fd, text, strlen(text)) == (ssize_t) strlen(text),
+          "passwd: file written");
     close(fd);
     char name[64] = "", home[64] = "";
     CHECK(brig_passwd_lookup(path, 1000, name, sizeof name, home, sizeof home) == 0
@@ -181,7 +196,8 @@ static void passwd_lookup(void)
           "passwd: a uid field that is not a number matches nothing");
     CHECK(brig_passwd_lookup(path, 1001, NULL, 0, home, sizeof home) == 0 && home[0] == '\0',
           "passwd: an empty home is empty");
-    CHECK(brig_passwd_lookup(path, 4242, name, sizeof name, home, sizeof home) < 0, "passwd: unknown uid");
+    CHECK(brig_passwd_lookup(path, 4242, name, sizeof name, home, sizeof home) < 0,
+          "passwd: unknown uid");
     CHECK(brig_passwd_lookup("/nonexistent/passwd", 0, name, sizeof name, NULL, 0) < 0,
           "passwd: no file, no entry");
     unlink(path);

@@ -30,8 +30,17 @@ static void test_key_to_path(void)
     }
 
     static const char *const bad[] = {
-        "", ".", "..", ".net.ipv4", "net.ipv4.", "net..ipv4", "net.ipv4/../../etc",
-        "net/ipv4/ip_forward", "/etc/passwd", "kernel...x", NULL,
+        "",
+        ".",
+        "..",
+        ".net.ipv4",
+        "net.ipv4.",
+        "net..ipv4",
+        "net.ipv4/../../etc",
+        "net/ipv4/ip_forward",
+        "/etc/passwd",
+        "kernel...x",
+        NULL,
     };
     for (size_t i = 0; bad[i]; i++) {
         brig_error_t err = NULL;
@@ -56,11 +65,12 @@ static void test_key_to_path(void)
 static void test_namespaced(void)
 {
     static const char *const allowed[] = {
-        "kernel.msgmax", "kernel.msgmnb", "kernel.msgmni", "kernel.sem",
-        "kernel.shmall", "kernel.shmmax", "kernel.shmmni", "kernel.shm_rmid_forced",
-        "kernel.msg_next_id", "kernel.sem_next_id", "kernel.shm_next_id",
-        "fs.mqueue.queues_max", "fs.mqueue.msg_max", "net.ipv4.ip_forward",
-        "net.core.somaxconn", "kernel.hostname", "kernel.domainname", NULL,
+        "kernel.msgmax",      "kernel.msgmnb",          "kernel.msgmni",
+        "kernel.sem",         "kernel.shmall",          "kernel.shmmax",
+        "kernel.shmmni",      "kernel.shm_rmid_forced", "kernel.msg_next_id",
+        "kernel.sem_next_id", "kernel.shm_next_id",     "fs.mqueue.queues_max",
+        "fs.mqueue.msg_max",  "net.ipv4.ip_forward",    "net.core.somaxconn",
+        "kernel.hostname",    "kernel.domainname",      NULL,
     };
     for (size_t i = 0; allowed[i]; i++) {
         brig_error_t err = NULL;
@@ -70,9 +80,21 @@ static void test_namespaced(void)
     }
 
     static const char *const refused[] = {
-        "vm.swappiness", "kernel.core_pattern", "kernel.modprobe", "kernel.semx",
-        "kernel.sysrq", "kernel.hostnamex", "kernel.domainname.x", "fs.mqueue.",
-        "fs.file-max", "net.", "net", "netfilter.x", "kernel.pid_max", "", NULL,
+        "vm.swappiness",
+        "kernel.core_pattern",
+        "kernel.modprobe",
+        "kernel.semx",
+        "kernel.sysrq",
+        "kernel.hostnamex",
+        "kernel.domainname.x",
+        "fs.mqueue.",
+        "fs.file-max",
+        "net.",
+        "net",
+        "netfilter.x",
+        "kernel.pid_max",
+        "",
+        NULL,
     };
     for (size_t i = 0; refused[i]; i++) {
         brig_error_t err = NULL;

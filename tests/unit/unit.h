@@ -8,26 +8,24 @@
 
 static int unit_run, unit_failed;
 
-#define CHECK(cond, name)                                                       \
-    do {                                                                        \
-        unit_run++;                                                             \
-        if (cond) {                                                             \
-            printf("ok %d - %s\n", unit_run, name);                             \
-        } else {                                                                \
-            unit_failed++;                                                      \
-            printf("not ok %d - %s (%s:%d: %s)\n", unit_run, name, __FILE__,    \
-                   __LINE__, #cond);                                            \
-        }                                                                       \
+#define CHECK(cond, name)                                                                      \
+    do {                                                                                       \
+        unit_run++;                                                                            \
+        if (cond) {                                                                            \
+            printf("ok %d - %s\n", unit_run, name);                                            \
+        } else {                                                                               \
+            unit_failed++;                                                                     \
+            printf("not ok %d - %s (%s:%d: %s)\n", unit_run, name, __FILE__, __LINE__, #cond); \
+        }                                                                                      \
     } while (0)
 
-#define CHECK_STR(got, want, name)                                              \
-    do {                                                                        \
-        const char *_g = (got), *_w = (want);                                   \
-        int _ok = (_g == NULL && _w == NULL) || (_g && _w && strcmp(_g, _w) == 0); \
-        CHECK(_ok, name);                                                       \
-        if (!_ok)                                                               \
-            printf("#   got \"%s\", want \"%s\"\n", _g ? _g : "(null)",         \
-                   _w ? _w : "(null)");                                         \
+#define CHECK_STR(got, want, name)                                                           \
+    do {                                                                                     \
+        const char *_g = (got), *_w = (want);                                                \
+        int _ok = (_g == NULL && _w == NULL) || (_g && _w && strcmp(_g, _w) == 0);           \
+        CHECK(_ok, name);                                                                    \
+        if (!_ok)                                                                            \
+            printf("#   got \"%s\", want \"%s\"\n", _g ? _g : "(null)", _w ? _w : "(null)"); \
     } while (0)
 
 static inline int unit_done(void)
