@@ -33,12 +33,25 @@ summary=""
 
 # The tracked C files under the given folders (and their subfolders),
 # generated code left out.
+# The tracked files matching the patterns: git's list in a clone, else
+# (a tarball) every file under the tree that matches.
+tracked() {
+	if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+		git ls-files -- "$@"
+		return
+	fi
+	local pat
+	for pat in "$@"; do
+		find "${pat%%/*}" -type f -path "$pat" 2>/dev/null
+	done | sort -u
+}
+
 c_files() {
 	local d specs=()
 	for d in "$@"; do
 		specs+=("$d/*.c" "$d/*.h")
 	done
-	git ls-files -- "${specs[@]}" | grep -v '^shim/proto/.*\.pb-c\.[ch]$'
+	tracked "${specs[@]}" | grep -v '^shim/proto/.*\.pb-c\.[ch]$'
 }
 
 # find KIND LOCATION WHAT: one finding.
@@ -200,7 +213,7 @@ check_man() {
 		if ! grep -qxF "$page" <<<"$installed"; then
 			find_ man "$page:1" "not in Makefile.am's dist_man_MANS: \`make install\` leaves it out"
 		fi
-	done < <(git ls-files -- 'man/*.[0-9]')
+	done < <(tracked 'man/*.[0-9]')
 	while read -r page; do
 		if [ ! -e "$page" ]; then
 			line=$(grep -n -F "$page" Makefile.am | head -n 1 | cut -d: -f1)
@@ -226,7 +239,7 @@ check_product() {
 					for (i = 1; i <= n; i++)
 						printf "%s:%s: product: names the sandbox product (%s)\n", file, order[i], w[order[i]]
 				}'
-	done < <(git ls-files -- 'libcontainer/*') >"$tmp/product"
+	done < <(tracked 'libcontainer/*') >"$tmp/product"
 	n_kind=$(wc -l <"$tmp/product")
 	cat "$tmp/product"
 }
