@@ -272,11 +272,19 @@ static int sandbox_teardown(int dir_fd, brig_error_t *err)
  * which checkpoint's delete removes: a restore would find it gone and make
  * an empty one, in a dir of the state root that no container owns (and a
  * --leave-running snapshot fares the same once the container is deleted). */
-static int sandbox_checkpoint(int dir_fd, const char *state_dir, int image_fd, brig_error_t *err)
+static bool is_dir_of(int dir_fd, const char *path)
+{
+    struct stat a, b;
+    return path && fstat(dir_fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev
+           && a.st_ino == b.st_ino;
+}
+
+static int sandbox_checkpoint(int dir_fd, int image_fd, brig_error_t *err)
 {
     struct brig_profile_settings s;
     int r = read_settings(dir_fd, PROFILE_FILE, &s, err);
-    if (r > 0 && s.data_dir && strcmp(s.data_dir, state_dir) == 0)
+    /* The same dir however its path was spelled. */
+    if (r > 0 && is_dir_of(dir_fd, s.data_dir))
         r = brig_error_set(err, 0,
                            "its /mnt/data lives in its state dir and would not outlive it "
                            "(checkpoint a `brig sandbox`, whose data has a dir of its own)");
@@ -304,6 +312,8 @@ static int sandbox_restore(int image_fd, int dir_fd, struct brig_spec *spec, bri
 
 const struct brig_handler brig_sandbox_handler = {
     .name = "sandbox",
+    .state_marker = PROFILE_FILE,
+    .image_marker = BRIG_PROFILE_IMAGE_FILE,
     .setup = sandbox_setup,
     .load_spec = sandbox_load_spec,
     .exec_process = sandbox_exec_process,

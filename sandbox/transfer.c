@@ -80,22 +80,40 @@ int brig_sandbox_data_target(int tree_fd, const char *rel, const char *src, char
     return *name ? 0 : brig_error_set(err, ENOMEM, CP);
 }
 
+/* fd, opened without blocking (a fifo the sandbox planted would wait for
+ * ever for its other end), kept only when it is a regular file (a device
+ * would reach the host's), then made blocking for the copy. */
+static int regular_only(int fd, brig_error_t *err)
+{
+    cleanup_close int owned = fd;
+    struct stat st;
+    if (fstat(owned, &st) < 0 || !S_ISREG(st.st_mode))
+        return brig_error_set(err, 0, "not a regular file");
+    int flags = fcntl(owned, F_GETFL);
+    if (flags < 0 || fcntl(owned, F_SETFL, flags & ~O_NONBLOCK) < 0)
+        return brig_error_set(err, errno, "fcntl");
+    return brig_steal_fd(owned);
+}
+
 int brig_sandbox_data_create(int tree_fd, const char *name, brig_error_t *err)
 {
-    return brig_path_open_in_root(tree_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644,
-                                  err);
+    /* O_TRUNC only once it is known to be a regular file. */
+    int fd = brig_path_open_in_root(tree_fd, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK,
+                                    0644, err);
+    if (fd < 0 || (fd = regular_only(fd, err)) < 0)
+        return -1;
+    if (ftruncate(fd, 0) < 0) {
+        int saved = errno;
+        close(fd);
+        return brig_error_set(err, saved, "truncate");
+    }
+    return fd;
 }
 
 int brig_sandbox_data_read(int tree_fd, const char *rel, brig_error_t *err)
 {
-    cleanup_close int fd = brig_path_open_in_root(tree_fd, rel, O_RDONLY | O_NOFOLLOW, 0, err);
-    if (fd < 0)
-        return -1;
-    /* A fifo would block the copy, a device would read the host's. */
-    struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-        return brig_error_set(err, 0, "not a regular file");
-    return brig_steal_fd(fd);
+    int fd = brig_path_open_in_root(tree_fd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0, err);
+    return fd < 0 ? -1 : regular_only(fd, err);
 }
 
 static int copy_fd(int from, int to)
@@ -111,12 +129,12 @@ static int copy_fd(int from, int to)
 
 int brig_sandbox_copy_in(const char *src, const char *id, const char *rel, brig_error_t *err)
 {
-    cleanup_close int in = open(src, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (in < 0 || fstat(in, &st) < 0)
+    int fd = open(src, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
         return brig_error_set(err, errno, CP ": `%s`", src);
-    if (!S_ISREG(st.st_mode))
-        return brig_error_set(err, 0, CP ": `%s`: not a regular file", src);
+    cleanup_close int in = regular_only(fd, err);
+    if (in < 0)
+        return brig_error_wrap(err, CP ": `%s`", src);
     cleanup_close int tree = brig_sandbox_data_open_tree(id, err);
     if (tree < 0)
         return -1;

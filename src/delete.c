@@ -1,4 +1,3 @@
-#include <errno.h>
 #include "brig.h"
 #include "cli.h"
 #include "container/container.h"
@@ -32,7 +31,7 @@ int brig_cmd_delete(int argc, char **argv)
     brig_error_t err = NULL, warning = NULL;
     if (brig_container_delete(brig_globals.root, argv[optind], force, &warning, &err) < 0) {
         /* A live container: the flag that would have deleted it. */
-        if (err->errnum == EBUSY) {
+        if (err->errnum == BRIG_E_STATE && !force) {
             int status = brig_fail_msg("%s (use --force)", err->msg);
             brig_error_release(&err);
             return status;

@@ -316,7 +316,7 @@ static int exec_and_wait(const struct brig_exec_options *o, bool detach, const c
         return brig_fail_msg("exec: --console-socket needs a terminal (--tty)");
     int started = brig_container_exec(o, &pid, &err);
     close_opened(opened, root_fd);
-    if (started < 0 && err->errnum == EBUSY && !o->ignore_paused) {
+    if (started < 0 && err->errnum == BRIG_E_STATE && !o->ignore_paused) {
         int status = brig_fail_msg("%s (--ignore-paused)", err->msg);
         brig_error_release(&err);
         return status;

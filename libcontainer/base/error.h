@@ -15,6 +15,10 @@ struct brig_error {
 };
 typedef struct brig_error *brig_error_t;
 
+/* errnum of an error about the state a container is in (running, paused)
+ * rather than a failed system call: a caller may offer what allows it. */
+#define BRIG_E_STATE (-1000)
+
 /* Sets *err to a new error; appends ": strerror(errnum)" when errnum != 0.
  * Always returns -1 so callers can `return brig_error_set(...)`. Any error
  * already in *err is released first. */

@@ -141,6 +141,28 @@ int brig_write_file_new_at(int dirfd, const char *name, const char *data, size_t
     return write_created(dirfd, name, O_EXCL, data, len, mode, err);
 }
 
+static bool other_mount(int parent_fd, int dfd);
+
+/* A directory right below d that another file system is mounted on: the
+ * removal stops before it deletes anything. */
+static int check_no_mounts(DIR *d, const char *name, brig_error_t *err)
+{
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
+            continue;
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        cleanup_close int sub = openat(dirfd(d), de->d_name,
+                                       O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub >= 0 && other_mount(dirfd(d), sub))
+            return brig_error_set(err, EBUSY, "remove `%s/%s`: a file system is mounted there",
+                                  name, de->d_name);
+    }
+    rewinddir(d);
+    return 0;
+}
+
 static int remove_contents(int dfd, const char *name, brig_error_t *err)
 {
     cleanup_dir DIR *d = fdopendir(dfd);
@@ -148,6 +170,8 @@ static int remove_contents(int dfd, const char *name, brig_error_t *err)
         close(dfd);
         return brig_error_set(err, errno, "open dir `%s`", name);
     }
+    if (check_no_mounts(d, name, err) < 0)
+        return -1;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
@@ -162,6 +186,22 @@ static int remove_contents(int dfd, const char *name, brig_error_t *err)
     return 0;
 }
 
+/* Whether dfd is on another mount than its parent: a tree removal never
+ * goes into a file system mounted inside it (a data image left mounted,
+ * say), whose files are not the tree's to delete. The mount id where the
+ * kernel tells it (a bind mount of the same file system has its own), else
+ * the device. */
+static bool other_mount(int parent_fd, int dfd)
+{
+    struct statx a, b;
+    if (statx(parent_fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &a) == 0
+        && statx(dfd, "", AT_EMPTY_PATH, STATX_MNT_ID, &b) == 0 && (a.stx_mask & STATX_MNT_ID)
+        && (b.stx_mask & STATX_MNT_ID))
+        return a.stx_mnt_id != b.stx_mnt_id;
+    struct stat x, y;
+    return fstat(parent_fd, &x) == 0 && fstat(dfd, &y) == 0 && x.st_dev != y.st_dev;
+}
+
 int brig_remove_tree_at(int dirfd, const char *name, brig_error_t *err)
 {
     int dfd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -169,6 +209,10 @@ int brig_remove_tree_at(int dirfd, const char *name, brig_error_t *err)
         if (errno == ENOENT)
             return 0;
         return brig_error_set(err, errno, "open `%s`", name);
+    }
+    if (other_mount(dirfd, dfd)) {
+        close(dfd);
+        return brig_error_set(err, EBUSY, "remove `%s`: a file system is mounted there", name);
     }
     if (remove_contents(dfd, name, err) < 0)
         return -1;

@@ -344,23 +344,14 @@ static int check_parent(int image_fd, const char *parent, brig_error_t *err)
 
 /* A handler's container: its name and its state go with the images, so
  * that restore makes the same kind of container again. */
-static int export_handler(int dir_fd, const struct brig_checkpoint_options *o, int image_fd,
-                          brig_error_t *err)
+static int export_handler(int dir_fd, int image_fd, brig_error_t *err)
 {
     const struct brig_handler *h = NULL;
     if (brig_handler_of(dir_fd, BRIG_HANDLER_FILE, &h, err) < 0)
         return -1;
     if (h == NULL)
         return 0;
-    cleanup_free char *state_dir = NULL;
-    cleanup_free char *real = realpath(o->root, NULL);
-    if (real == NULL)
-        return brig_error_set(err, errno, "state root `%s`", o->root);
-    if (asprintf(&state_dir, "%s/%s", real, o->id) < 0) {
-        state_dir = NULL;
-        return brig_error_set(err, ENOMEM, "checkpoint");
-    }
-    if (h->checkpoint && h->checkpoint(dir_fd, state_dir, image_fd, err) < 0)
+    if (h->checkpoint && h->checkpoint(dir_fd, image_fd, err) < 0)
         return brig_error_wrap(err, "%s", h->name);
     return brig_handler_record(image_fd, BRIG_HANDLER_IMAGE_FILE, h, err);
 }
@@ -392,7 +383,7 @@ static int dump(const struct brig_checkpoint_options *o, int dir_fd, const struc
     if (r == 0 && !o->pre_dump)
         r = write_descriptors(&c, st->pid, err);
     if (r == 0 && !o->pre_dump)
-        r = export_handler(dir_fd, o, c.image_fd, err);
+        r = export_handler(dir_fd, c.image_fd, err);
     if (r == 0) {
         int ret = o->pre_dump ? criu_local_pre_dump(c.opts) : criu_local_dump(c.opts);
         if (ret != 0)

@@ -325,7 +325,7 @@ int brig_container_delete(const char *root, const char *id, bool force, brig_err
     if ((status == BRIG_STATUS_RUNNING || status == BRIG_STATUS_PAUSED) && !force) {
         r = brig_error_set(err, 0, "cannot delete container `%s`: it is %s", id,
                            brig_status_name(status));
-        (*err)->errnum = EBUSY; /* alive: the caller may offer to force it */
+        (*err)->errnum = BRIG_E_STATE; /* alive: the caller may offer to force it */
     }
     if (r == 0 && status != BRIG_STATUS_STOPPED && status != BRIG_STATUS_CREATING)
         r = kill_and_wait(st, err);

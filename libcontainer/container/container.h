@@ -63,8 +63,8 @@ int brig_container_kill(const char *root, const char *id, int signal, bool all, 
 
 /* Removes every trace. With `force`, a running container is killed first;
  * a missing container is then not an error. Without it, a running or
- * paused container is an error whose errnum is EBUSY. Poststop hook
- * failures are warnings. */
+ * paused container is an error whose errnum is BRIG_E_STATE. Poststop
+ * hook failures are warnings. */
 int brig_container_delete(const char *root, const char *id, bool force, brig_error_t *warning,
                           brig_error_t *err);
 
@@ -94,7 +94,8 @@ struct brig_exec_options {
     const char *cgroup; /* --cgroup: a sub-cgroup of the container's */
     bool ignore_paused;
     /* The container's saved spec when the caller has read it already (for
-     * the process defaults); NULL: read here. Saves parsing it twice. */
+     * the process defaults); NULL: read here. Saves parsing it twice. A
+     * handler's container reads its own all the same. */
     const struct brig_spec *spec;
     /* The container's state dir when the caller holds it open and locked
      * already (brig_container_open, which read `state` too); NULL: opened
@@ -105,7 +106,7 @@ struct brig_exec_options {
 
 /* Starts a process in the running container; *pid is its pid here. A
  * paused container, without ignore_paused, is an error whose errnum is
- * EBUSY. */
+ * BRIG_E_STATE. */
 int brig_container_exec(const struct brig_exec_options *opts, pid_t *pid, brig_error_t *err);
 
 /* The spec the container was created from (kept in its state dir); *spec

@@ -29,6 +29,7 @@ struct create_ctx {
     const struct brig_spec *spec;
     const struct brig_cgroup *cgroup;
     struct brig_devices_program devices; /* attached after the clone */
+    const int *stdio;                    /* the caller's, or NULL */
 };
 
 /* The verifier's half millisecond runs while the init sets up its mounts:
@@ -52,9 +53,14 @@ static int run_runtime_hooks(void *opaque, pid_t init_pid, char **state_json, br
      * and crun does (runc says `creating`). createContainer gets the same. */
     if (brig_state_to_json(ctx->state, BRIG_STATUS_CREATED, false, state_json, err) < 0)
         return -1;
-    if (brig_hooks_run(&ctx->spec->hooks.prestart, "prestart", *state_json, err) < 0)
+    /* With stdio of its own the container's output is where its hooks'
+     * goes too, as if the runtime itself had been given that stdio. */
+    const int *out = ctx->stdio ? ctx->stdio + 1 : NULL;
+    if (brig_hooks_run_with_output(&ctx->spec->hooks.prestart, "prestart", *state_json, out, err)
+        < 0)
         return -1;
-    return brig_hooks_run(&ctx->spec->hooks.create_runtime, "createRuntime", *state_json, err);
+    return brig_hooks_run_with_output(&ctx->spec->hooks.create_runtime, "createRuntime",
+                                      *state_json, out, err);
 }
 
 /* A seccomp notify fd, for linux.seccomp.listenerPath, with the state. */
@@ -138,7 +144,7 @@ static int create_in_dir(const struct brig_create_options *o, struct provision *
                          brig_error_t *err)
 {
     const struct brig_bundle *b = o->config;
-    struct create_ctx ctx = { NULL, b->spec, &p->cgroup, { NULL, 0 } };
+    struct create_ctx ctx = { NULL, b->spec, &p->cgroup, { NULL, 0 }, o->stdio };
     /* Writable by all (the dir is 0700, so only through the fd the init
      * holds): the init may have switched to an unprivileged or user-namespaced
      * uid by the time it opens it. fchmod because umask trims mkfifo's mode. */

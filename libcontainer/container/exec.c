@@ -324,14 +324,11 @@ static int spawn(const struct exec_ctx *x, bool paused, pid_t *pid, brig_error_t
 /* A handler's container: whatever the caller asked for, the process that
  * enters it is what the handler allows (its user, capabilities, filter,
  * limits, environment). *out stays NULL for other containers. */
-static int impose_handler(int dir_fd, const struct brig_spec *spec,
+static int impose_handler(int dir_fd, const struct brig_handler *h, const struct brig_spec *spec,
                           const struct brig_process *asked, struct brig_process **out,
                           brig_error_t *err)
 {
-    const struct brig_handler *h = NULL;
     *out = NULL;
-    if (brig_handler_of(dir_fd, BRIG_HANDLER_FILE, &h, err) < 0)
-        return -1;
     if (h == NULL || h->exec_process == NULL)
         return 0;
     if (spec == NULL)
@@ -366,19 +363,25 @@ int brig_container_exec(const struct brig_exec_options *o, pid_t *pid, brig_erro
                            brig_status_name(status));
     else if (status == BRIG_STATUS_PAUSED && !o->ignore_paused) {
         r = brig_error_set(err, 0, "cannot exec in container `%s`: it is paused", o->id);
-        (*err)->errnum = EBUSY; /* the caller may offer to ignore that */
+        (*err)->errnum = BRIG_E_STATE; /* the caller may offer to ignore that */
     }
     /* Every process of the container lives under its seccomp filter. */
     cleanup_spec struct brig_spec *loaded = NULL;
     const struct brig_spec *spec = o->spec;
     struct brig_process *imposed = NULL;
     struct exec_ctx x = { o, o->process, dir_fd, st, NULL, NULL };
-    if (r == 0 && spec == NULL) {
+    /* A handler's container: its filter and defaults come from the spec as
+     * the library reads it back (the handler's transform applied), never
+     * from one the caller hands in. */
+    const struct brig_handler *h = NULL;
+    if (r == 0 && brig_handler_of(dir_fd, BRIG_HANDLER_FILE, &h, err) < 0)
+        r = -1;
+    if (r == 0 && (spec == NULL || h)) {
         r = brig_container_load_spec(dir_fd, &loaded, err);
         spec = loaded;
     }
     if (r == 0)
-        r = impose_handler(dir_fd, spec, o->process, &imposed, err);
+        r = impose_handler(dir_fd, h, spec, o->process, &imposed, err);
     if (imposed)
         x.process = imposed;
     if (r == 0 && spec && spec->linux_ && spec->linux_->seccomp) {

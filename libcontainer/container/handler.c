@@ -2,7 +2,10 @@
 #include "container/handler.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/cleanup.h"
 #include "base/utils.h"
@@ -24,6 +27,25 @@ static const struct brig_handler *find(const char *name)
     return NULL;
 }
 
+/* No name recorded: a handler's container or images from before names
+ * were recorded still get their handler (failing closed: a dir we can't
+ * look into is an error, not a plain container). */
+static int by_marker(int dir_fd, bool image, const struct brig_handler **h, brig_error_t *err)
+{
+    for (size_t i = 0; registered && registered[i]; i++) {
+        const char *marker = image ? registered[i]->image_marker : registered[i]->state_marker;
+        if (marker == NULL)
+            continue;
+        if (faccessat(dir_fd, marker, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+            *h = registered[i];
+            return 0;
+        }
+        if (errno != ENOENT)
+            return brig_error_set(err, errno, "handler marker `%s`", marker);
+    }
+    return 0;
+}
+
 int brig_handler_of(int dir_fd, const char *file, const struct brig_handler **h, brig_error_t *err)
 {
     cleanup_free char *name = NULL;
@@ -33,7 +55,7 @@ int brig_handler_of(int dir_fd, const char *file, const struct brig_handler **h,
         if ((*err)->errnum != ENOENT)
             return -1;
         brig_error_release(err);
-        return 0;
+        return by_marker(dir_fd, strcmp(file, BRIG_HANDLER_IMAGE_FILE) == 0, h, err);
     }
     if (len && name[len - 1] == '\n')
         name[len - 1] = '\0';

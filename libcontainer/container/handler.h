@@ -20,6 +20,11 @@
 
 struct brig_handler {
     const char *name; /* a file name: [a-z0-9-]+ */
+    /* Files whose presence says a dir is this handler's where no name was
+     * recorded (containers and images made before names were): in a state
+     * dir, and in a checkpoint's image dir. NULL: none. */
+    const char *state_marker;
+    const char *image_marker;
     /* create and restore, once the state dir exists and before the cgroup
      * and the init: make what the container needs outside its spec and
      * keep in dir_fd what the other hooks need. `data` is what the caller
@@ -39,7 +44,7 @@ struct brig_handler {
     int (*teardown)(int dir_fd, brig_error_t *err);
     /* checkpoint: the handler's state into the image dir (refuse what
      * would not survive the container's removal). */
-    int (*checkpoint)(int dir_fd, const char *state_dir, int image_fd, brig_error_t *err);
+    int (*checkpoint)(int dir_fd, int image_fd, brig_error_t *err);
     /* restore: back from the image dir, with the bundle's spec rewritten
      * as create's caller would have; then setup(NULL, ...) runs. */
     int (*restore)(int image_fd, int dir_fd, struct brig_spec *spec, brig_error_t *err);
@@ -49,8 +54,10 @@ struct brig_handler {
  * for the life of the process. A later call replaces the list. */
 void brig_handlers_register(const struct brig_handler *const *handlers);
 
-/* The handler recorded in a container's state dir (or an image dir):
- * *h NULL when it has none; an error when it names one not registered. */
+/* The handler recorded in a container's state dir (or an image dir, when
+ * `file` is BRIG_HANDLER_IMAGE_FILE), or else the one whose marker is
+ * there: *h NULL when it has none; an error when it names one not
+ * registered, or when the dir can't be read. */
 int brig_handler_of(int dir_fd, const char *file, const struct brig_handler **h, brig_error_t *err);
 /* Records h's name in dir_fd under `file`. */
 int brig_handler_record(int dir_fd, const char *file, const struct brig_handler *h,

@@ -68,10 +68,11 @@ static void reset_signals(void)
             signal(sig, SIG_DFL);
 }
 
-/* Leaves the hook with fds 0-2 and, until execve succeeds, the close-on-
- * exec error pipe on fd 3; a failed exec sends its errno through it. */
+/* Leaves the hook with fds 0-2 (1 and 2 from `out` when given) and, until
+ * execve succeeds, the close-on-exec error pipe on fd 3; a failed exec
+ * sends its errno through it. */
 static __attribute__((noreturn)) void exec_hook(const struct brig_hook *hook, int stdin_fd,
-                                                int errfd)
+                                                int errfd, const int *out)
 {
     /* Its own process group, so a timeout kills whatever it spawned too. */
     setpgid(0, 0);
@@ -80,10 +81,14 @@ static __attribute__((noreturn)) void exec_hook(const struct brig_hook *hook, in
      * the other when the runtime was started with 0-2 closed. */
     int err_hi = fcntl(errfd, F_DUPFD_CLOEXEC, 3);
     int in_hi = fcntl(stdin_fd, F_DUPFD_CLOEXEC, 3);
-    if (err_hi < 0 || in_hi < 0)
+    int out_hi = out ? fcntl(out[0], F_DUPFD_CLOEXEC, 3) : -1;
+    int errout_hi = out ? fcntl(out[1], F_DUPFD_CLOEXEC, 3) : -1;
+    if (err_hi < 0 || in_hi < 0 || (out && (out_hi < 0 || errout_hi < 0)))
         _exit(127);
     errfd = err_hi;
     if (dup2(in_hi, STDIN_FILENO) < 0)
+        goto fail;
+    if (out && (dup2(out_hi, STDOUT_FILENO) < 0 || dup2(errout_hi, STDERR_FILENO) < 0))
         goto fail;
     if (errfd != 3) {
         if (dup3(errfd, 3, O_CLOEXEC) < 0)
@@ -236,7 +241,7 @@ static int read_exec_errno(int fd)
 }
 
 static int run_hook(const struct brig_hook *hook, const char *kind, const char *state,
-                    brig_error_t *err)
+                    const int *out, brig_error_t *err)
 {
     if (hook->path == NULL || hook->path[0] == '\0')
         return brig_error_set(err, EINVAL, "hook `%s`: empty path", kind);
@@ -254,7 +259,7 @@ static int run_hook(const struct brig_hook *hook, const char *kind, const char *
     if (pid < 0)
         return brig_error_set(err, errno, "hook `%s` `%s`: fork", kind, hook->path);
     if (pid == 0)
-        exec_hook(hook, in_r, err_w);
+        exec_hook(hook, in_r, err_w, out);
 
     /* Also set from this side, so a timeout right after fork still finds
      * the group. EACCES (already exec'd) is fine: it did it itself. */
@@ -299,13 +304,19 @@ static int run_hook(const struct brig_hook *hook, const char *kind, const char *
     return 0;
 }
 
-int brig_hooks_run(const struct brig_hook_list *hooks, const char *kind, const char *state_json,
-                   brig_error_t *err)
+int brig_hooks_run_with_output(const struct brig_hook_list *hooks, const char *kind,
+                               const char *state_json, const int out[2], brig_error_t *err)
 {
     if (hooks == NULL)
         return 0;
     for (size_t i = 0; i < hooks->n; i++)
-        if (run_hook(&hooks->items[i], kind, state_json, err) < 0)
+        if (run_hook(&hooks->items[i], kind, state_json, out, err) < 0)
             return -1;
     return 0;
+}
+
+int brig_hooks_run(const struct brig_hook_list *hooks, const char *kind, const char *state_json,
+                   brig_error_t *err)
+{
+    return brig_hooks_run_with_output(hooks, kind, state_json, NULL, err);
 }

@@ -150,6 +150,16 @@ static void test_read(void)
     brig_error_t err = NULL;
     CHECK_STR(outcome(brig_sandbox_data_read(tree_fd, "sub", &err), &err), "not a regular file",
               "read: a directory is refused");
+    /* A fifo the sandbox planted: refused at once, in either direction,
+     * instead of waiting for ever for its other end. */
+    if (mkfifoat(tree_fd, "fifo", 0644) == 0) {
+        CHECK_STR(outcome(brig_sandbox_data_read(tree_fd, "fifo", &err), &err),
+                  "not a regular file", "read: a fifo is refused without blocking");
+        CHECK(brig_sandbox_data_create(tree_fd, "fifo", &err) < 0,
+              "create: an existing fifo is refused without blocking");
+        brig_error_release(&err);
+        unlinkat(tree_fd, "fifo", 0);
+    }
 }
 
 static void check_target(const char *rel, const char *want)
