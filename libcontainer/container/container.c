@@ -88,6 +88,15 @@ static int signal_pid_namespace(pid_t init, int sig, brig_error_t *err)
 
 int brig_container_load_spec(int dir_fd, struct brig_spec **spec, brig_error_t *err)
 {
+    const struct brig_handler *h = NULL;
+    if (brig_handler_of(dir_fd, BRIG_HANDLER_FILE, &h, err) < 0)
+        return -1;
+    return brig_container_load_spec_for(dir_fd, h, spec, err);
+}
+
+int brig_container_load_spec_for(int dir_fd, const struct brig_handler *h, struct brig_spec **spec,
+                                 brig_error_t *err)
+{
     cleanup_free char *json = NULL;
     size_t len = 0;
     *spec = NULL;
@@ -102,9 +111,7 @@ int brig_container_load_spec(int dir_fd, struct brig_spec **spec, brig_error_t *
         return -1;
     /* A handler's container: its layer's transform again, so exec gets
      * the same process defaults and filter as the init. */
-    const struct brig_handler *h = NULL;
-    if (brig_handler_of(dir_fd, BRIG_HANDLER_FILE, &h, err) < 0
-        || (h && h->load_spec && h->load_spec(dir_fd, *spec, err) < 0)) {
+    if (h && h->load_spec && h->load_spec(dir_fd, *spec, err) < 0) {
         brig_spec_free(*spec);
         *spec = NULL;
         return -1;

@@ -23,6 +23,7 @@
 #include "cgroup/cgroup.h"
 #include "base/cleanup.h"
 #include "container/handler.h"
+#include "container/provision.h"
 #include "process/namespaces.h"
 #include "base/path.h"
 #include "process/process.h"
@@ -377,7 +378,7 @@ int brig_container_exec(const struct brig_exec_options *o, pid_t *pid, brig_erro
     if (r == 0 && brig_handler_of(dir_fd, BRIG_HANDLER_FILE, &h, err) < 0)
         r = -1;
     if (r == 0 && (spec == NULL || h)) {
-        r = brig_container_load_spec(dir_fd, &loaded, err);
+        r = brig_container_load_spec_for(dir_fd, h, &loaded, err);
         spec = loaded;
     }
     if (r == 0)

@@ -48,6 +48,11 @@ void provision_end(struct provision *p);
 int brig_container_start_opened(int dir_fd, const struct brig_state *st, brig_error_t *warning,
                                 brig_error_t *err);
 
+/* brig_container_load_spec with the container's handler already found
+ * (NULL: none), so exec doesn't look it up twice. */
+int brig_container_load_spec_for(int dir_fd, const struct brig_handler *h, struct brig_spec **spec,
+                                 brig_error_t *err);
+
 /* The caller's own cgroup v2 path, from the "0::" line of /proc/self/cgroup
  * ("/" when unknown). Caller frees. */
 char *brig_container_own_cgroup(void);
