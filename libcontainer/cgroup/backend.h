@@ -26,11 +26,55 @@ struct brig_cgroup_backend {
     int (*kill_all)(const struct brig_cgroup *cg, brig_error_t *err);
     int (*destroy)(const char *path, brig_error_t *err);
     int (*stats)(const struct brig_cgroup *cg, struct brig_cgroup_stats *out, brig_error_t *err);
+    int (*clone_fd)(const struct brig_cgroup *cg);
+    int (*open_sub)(const struct brig_cgroup *cg, const char *sub, struct brig_cgroup *out,
+                    brig_error_t *err);
+    int (*oom_watch)(const struct brig_cgroup *cg, int *fd, brig_error_t *err);
+    int (*oom_kills)(const struct brig_cgroup *cg, uint64_t *out, brig_error_t *err);
+    void (*close)(struct brig_cgroup *cg); /* what the backend owns beyond path, dir_fd */
 };
 
 /* cgroup v2 through cgroupfs (v2.c; its statistics in v2_stats.c). */
 extern const struct brig_cgroup_backend brig_cgroup_v2;
 int brig_cgroup_v2_stats(const struct brig_cgroup *cg, struct brig_cgroup_stats *out,
                          brig_error_t *err);
+
+/* cgroup v1 hierarchies on hybrid and legacy hosts (v1.c; the
+ * hierarchies in v1_hierarchy.c, statistics and OOM in v1_stats.c). */
+extern const struct brig_cgroup_backend brig_cgroup_v1;
+
+/* One v1 hierarchy (or, on a hybrid host, the v2 tree): where it is
+ * mounted and what it binds, from /proc/self/mountinfo. */
+struct brig_cgroup_hierarchy {
+    char *mountpoint;  /* "/sys/fs/cgroup/cpu,cpuacct" */
+    char *controllers; /* "cpu,cpuacct", "memory", "name=systemd"; "" for v2 */
+    bool v2;
+};
+/* The host's hierarchies, found once per process; NULL-terminated. */
+const struct brig_cgroup_hierarchy *const *brig_cgroup_v1_hierarchies(brig_error_t *err);
+/* True when hierarchy h binds `controller` ("cpu", "name=systemd"). */
+bool brig_cgroup_hierarchy_has(const struct brig_cgroup_hierarchy *h, const char *controller);
+
+/* A v1 cgroup: the container's directory in each hierarchy. */
+struct brig_cgroup_v1_dir {
+    const struct brig_cgroup_hierarchy *h;
+    char *path; /* absolute */
+    int fd;     /* O_DIRECTORY, -1 when closed */
+};
+struct brig_cgroup_v1 {
+    struct brig_cgroup_v1_dir *dirs;
+    size_t n;
+};
+/* The directory fd of the hierarchy that binds `controller` ("memory",
+ * "freezer"; "" for a hybrid host's v2 tree), -1 when the host has none. */
+int brig_cgroup_v1_fd(const struct brig_cgroup *cg, const char *controller);
+const char *brig_cgroup_v1_dir_path(const struct brig_cgroup *cg, const char *controller);
+
+int brig_cgroup_v1_stats(const struct brig_cgroup *cg, struct brig_cgroup_stats *out,
+                         brig_error_t *err);
+int brig_cgroup_v1_oom_watch(const struct brig_cgroup *cg, int *fd, brig_error_t *err);
+int brig_cgroup_v1_oom_kills(const struct brig_cgroup *cg, uint64_t *out, brig_error_t *err);
+int brig_cgroup_v2_oom_watch(const struct brig_cgroup *cg, int *fd, brig_error_t *err);
+int brig_cgroup_v2_oom_kills(const struct brig_cgroup *cg, uint64_t *out, brig_error_t *err);
 
 #endif

@@ -3,22 +3,72 @@
  * operation handed to the backend of the cgroup it is about. */
 #include "cgroup/backend.h"
 
+#include <errno.h>
+#include <linux/magic.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
-/* The backend for new cgroups and for paths read back from a state file.
- * Only cgroup v2 today; v1 and hybrid layouts and the systemd driver are
- * chosen here when they come. */
+static long fs_type(const char *path)
+{
+    struct statfs sfs;
+    return statfs(path, &sfs) == 0 ? (long) sfs.f_type : 0;
+}
+
+enum brig_cgroup_layout brig_cgroup_layout(void)
+{
+    static enum brig_cgroup_layout found = BRIG_CGROUP_LAYOUT_NONE;
+    static bool known;
+    if (known)
+        return found;
+    long top = fs_type("/sys/fs/cgroup");
+    if (top == CGROUP2_SUPER_MAGIC)
+        found = BRIG_CGROUP_LAYOUT_UNIFIED;
+    else if (fs_type("/sys/fs/cgroup/unified") == CGROUP2_SUPER_MAGIC)
+        found = BRIG_CGROUP_LAYOUT_HYBRID;
+    else if (top == TMPFS_MAGIC || top == CGROUP_SUPER_MAGIC)
+        found = BRIG_CGROUP_LAYOUT_LEGACY;
+    known = true;
+    return found;
+}
+
+const char *brig_cgroup_layout_name(enum brig_cgroup_layout l)
+{
+    switch (l) {
+    case BRIG_CGROUP_LAYOUT_UNIFIED:
+        return "unified";
+    case BRIG_CGROUP_LAYOUT_HYBRID:
+        return "hybrid";
+    case BRIG_CGROUP_LAYOUT_LEGACY:
+        return "legacy";
+    default:
+        return "none";
+    }
+}
+
+/* The backend for new cgroups: v2 on a unified host, the v1 hierarchies
+ * (with a hybrid host's v2 tree among them) otherwise. */
 static const struct brig_cgroup_backend *host_backend(void)
 {
-    return &brig_cgroup_v2;
+    enum brig_cgroup_layout l = brig_cgroup_layout();
+    return l == BRIG_CGROUP_LAYOUT_HYBRID || l == BRIG_CGROUP_LAYOUT_LEGACY ? &brig_cgroup_v1
+                                                                            : &brig_cgroup_v2;
+}
+
+/* A path read back from a state file says whose it is: a v1 one ends in
+ * a newline (cgroup.h). */
+static const struct brig_cgroup_backend *backend_for_path(const char *path)
+{
+    size_t len = strlen(path);
+    return len > 0 && path[len - 1] == '\n' ? &brig_cgroup_v1 : &brig_cgroup_v2;
 }
 
 /* A cgroup opened before it knew its backend (a zeroed struct) belongs to
- * the host's. */
+ * the one its path names. */
 static const struct brig_cgroup_backend *backend_of(const struct brig_cgroup *cg)
 {
-    return cg->backend ? cg->backend : host_backend();
+    return cg->backend ? cg->backend : backend_for_path(cg->path ? cg->path : "");
 }
 
 int brig_cgroup_create(const char *relative, const struct brig_resources *r,
@@ -35,11 +85,14 @@ int brig_cgroup_create_without_devices(const char *relative, const struct brig_r
 
 int brig_cgroup_open(const char *path, struct brig_cgroup *out, brig_error_t *err)
 {
-    return host_backend()->open(path, out, err);
+    *out = (struct brig_cgroup) BRIG_CGROUP_INIT;
+    return backend_for_path(path)->open(path, out, err);
 }
 
 void brig_cgroup_close(struct brig_cgroup *cg)
 {
+    if (cg->backend && cg->backend->close)
+        cg->backend->close(cg);
     if (cg->dir_fd >= 0)
         close(cg->dir_fd);
     cg->dir_fd = -1;
@@ -92,7 +145,37 @@ int brig_cgroup_kill_all(const struct brig_cgroup *cg, brig_error_t *err)
 
 int brig_cgroup_destroy(const char *path, brig_error_t *err)
 {
-    return host_backend()->destroy(path, err);
+    return backend_for_path(path)->destroy(path, err);
+}
+
+int brig_cgroup_clone_fd(const struct brig_cgroup *cg)
+{
+    return backend_of(cg)->clone_fd(cg);
+}
+
+int brig_cgroup_open_sub(const struct brig_cgroup *cg, const char *sub, struct brig_cgroup *out,
+                         brig_error_t *err)
+{
+    *out = (struct brig_cgroup) BRIG_CGROUP_INIT;
+    return backend_of(cg)->open_sub(cg, sub, out, err);
+}
+
+int brig_cgroup_oom_watch(const struct brig_cgroup *cg, int *fd, brig_error_t *err)
+{
+    *fd = -1;
+    const struct brig_cgroup_backend *b = backend_of(cg);
+    if (b->oom_watch == NULL)
+        return brig_error_set(err, ENOSYS, "cgroup: OOM notification (%s)", b->name);
+    return b->oom_watch(cg, fd, err);
+}
+
+int brig_cgroup_oom_kills(const struct brig_cgroup *cg, uint64_t *out, brig_error_t *err)
+{
+    *out = 0;
+    const struct brig_cgroup_backend *b = backend_of(cg);
+    if (b->oom_kills == NULL)
+        return brig_error_set(err, ENOSYS, "cgroup: OOM count (%s)", b->name);
+    return b->oom_kills(cg, out, err);
 }
 
 int brig_cgroup_stats(const struct brig_cgroup *cg, struct brig_cgroup_stats *out,

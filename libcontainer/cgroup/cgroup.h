@@ -1,11 +1,13 @@
 /* cgroups: the container's cgroup, its limits, freezing, killing,
  * statistics. This is the one interface the lifecycle uses; behind it sit
- * the backends (cgroup/backend.h), each a table of the same operations:
- * cgroup v2 (v2.c, v2_stats.c) today, chosen for every host, which on a
- * hybrid host means the unified hierarchy (/sys/fs/cgroup/unified), and
- * fails by name when a limit needs a controller that hierarchy doesn't
- * have. The pure parts (where a cgroup goes, which files a resources
- * section becomes) are cgroup_plan.c; the device program is devices_bpf*. */
+ * the backends (cgroup/backend.h), each a table of the same operations,
+ * chosen by the host's layout (brig_cgroup_layout): cgroup v2 (v2.c,
+ * v2_stats.c) on a unified host; the v1 hierarchies (v1*.c) on hybrid and
+ * legacy hosts, where a hybrid host's v2 tree holds the container too. A
+ * limit that needs a controller the host doesn't have fails by name. The
+ * pure parts (where a cgroup goes, which files a resources section
+ * becomes) are cgroup_plan.c and v1_plan.c; the device program is
+ * devices_bpf* on v2, devices.allow/deny lists on v1. */
 #ifndef BRIG_CGROUP_H
 #define BRIG_CGROUP_H
 
@@ -15,6 +17,19 @@
 
 #include "base/error.h"
 #include "spec/spec.h"
+
+/* The host's layout, found once per process (statfs of /sys/fs/cgroup and
+ * /sys/fs/cgroup/unified): UNIFIED is cgroup2 on /sys/fs/cgroup; HYBRID is
+ * v1 hierarchies there and cgroup2 at /sys/fs/cgroup/unified; LEGACY is v1
+ * hierarchies only; NONE is no cgroup file system at all. */
+enum brig_cgroup_layout {
+    BRIG_CGROUP_LAYOUT_NONE,
+    BRIG_CGROUP_LAYOUT_UNIFIED,
+    BRIG_CGROUP_LAYOUT_HYBRID,
+    BRIG_CGROUP_LAYOUT_LEGACY,
+};
+enum brig_cgroup_layout brig_cgroup_layout(void);
+const char *brig_cgroup_layout_name(enum brig_cgroup_layout l);
 
 /* Where the cgroup v2 hierarchy is mounted: /sys/fs/cgroup when that is
  * cgroup2, else /sys/fs/cgroup/unified; NULL (and *err) when there's none. */
@@ -61,12 +76,19 @@ void brig_cgroup_plan_controllers(const struct brig_cgroup_write *w, size_t n,
 void brig_cgroup_needed_by(const struct brig_resources *r, const char *controller, char *buf,
                            size_t size);
 
-/* The container's cgroup, opened. */
+/* The container's cgroup, opened. `path` is what the state file records
+ * and brig_cgroup_open() takes back: on v2 the absolute directory; on v1
+ * the container's directory in each hierarchy, one per line, every line
+ * ending in "\n" (so a v1 path always ends in one, and a v2 path never
+ * does). */
 struct brig_cgroup_backend;
+struct brig_cgroup_v1;
 struct brig_cgroup {
-    char *path;                                /* absolute, e.g. /sys/fs/cgroup/brig/c1 */
-    int dir_fd;                                /* O_DIRECTORY fd of it, -1 when closed */
+    char *path;                                /* e.g. /sys/fs/cgroup/brig/c1 */
+    int dir_fd;                                /* v2: O_DIRECTORY fd of it; v1: the
+                                                  hybrid host's v2 directory, or -1 */
     const struct brig_cgroup_backend *backend; /* the one that made or opened it */
+    struct brig_cgroup_v1 *v1;                 /* v1: every hierarchy's directory */
 };
 
 /* Creates the cgroup (mkdir -p), enables the needed controllers in every
@@ -80,14 +102,14 @@ int brig_cgroup_create(const char *relative, const struct brig_resources *r,
  * (brig_cgroup_devices_attach) before anything of the container runs. */
 int brig_cgroup_create_without_devices(const char *relative, const struct brig_resources *r,
                                        struct brig_cgroup *out, brig_error_t *err);
-/* Opens an existing one by absolute path (from the state file). */
+/* Opens an existing one by the path the state file recorded. */
 int brig_cgroup_open(const char *path, struct brig_cgroup *out, brig_error_t *err);
 void brig_cgroup_close(struct brig_cgroup *cg);
 /* A cgroup closed when it goes out of scope (base/cleanup.h); start it as
  * BRIG_CGROUP_INIT so an early return finds nothing to close. */
-#define BRIG_CGROUP_INIT \
-    {                    \
-        NULL, -1, NULL   \
+#define BRIG_CGROUP_INIT     \
+    {                        \
+        NULL, -1, NULL, NULL \
     }
 #define cleanup_cgroup __attribute__((cleanup(brig_cgroup_close)))
 
@@ -109,6 +131,14 @@ int brig_cgroup_apply(const struct brig_cgroup *cg, const struct brig_resources 
                       brig_error_t *err);
 
 int brig_cgroup_add_pid(const struct brig_cgroup *cg, pid_t pid, brig_error_t *err);
+/* The directory fd a clone3(CLONE_INTO_CGROUP) can start a process in,
+ * when that alone places it wholly (v2); -1 when the runtime must place
+ * it with brig_cgroup_add_pid() instead (v1 hierarchies). */
+int brig_cgroup_clone_fd(const struct brig_cgroup *cg);
+/* A child cgroup `sub` (cleaned, can't climb out) of the container's, made
+ * where missing, opened as a cgroup of its own: `exec --cgroup`. */
+int brig_cgroup_open_sub(const struct brig_cgroup *cg, const char *sub, struct brig_cgroup *out,
+                         brig_error_t *err);
 int brig_cgroup_freeze(const struct brig_cgroup *cg, bool frozen, brig_error_t *err);
 /* True when cgroup.freeze is 1 (what `state` reports as paused). */
 bool brig_cgroup_is_frozen(const struct brig_cgroup *cg);
@@ -131,12 +161,40 @@ struct brig_cgroup_stats {
     /* io.stat summed over devices */
     uint64_t io_rbytes, io_wbytes, io_rios, io_wios;
 };
-/* Fields a controller doesn't provide stay 0; "max" reads as UINT64_MAX. */
+/* Fields a controller doesn't provide stay 0; "max" (v2) and the v1
+ * "unlimited" values read as UINT64_MAX. */
 int brig_cgroup_stats(const struct brig_cgroup *cg, struct brig_cgroup_stats *out,
                       brig_error_t *err);
 /* Adds what one stats file's text says to *out ("memory.current",
- * "memory.events", "cpu.stat", "io.stat", ...). Pure. Returns -1 for a file
- * name it doesn't know, 0 otherwise (unparsable lines are skipped). */
+ * "memory.events", "cpu.stat", "io.stat", ...; on v1 "memory.usage_in_bytes",
+ * "memory.oom_control", "cpuacct.stat", "blkio.throttle.io_serviced", ...).
+ * Pure. Returns -1 for a file name it doesn't know, 0 otherwise (unparsable
+ * lines are skipped). */
 int brig_cgroup_stats_parse(const char *file, const char *text, struct brig_cgroup_stats *out);
+
+/* OOM notification: *fd becomes readable each time the cgroup's OOM killer
+ * acts (v2: inotify on memory.events; v1: an eventfd registered through
+ * cgroup.event_control on memory.oom_control). Read it (any buffer of 64
+ * bytes or more) to rearm; brig_cgroup_oom_kills() then tells the count.
+ * The caller closes *fd. */
+int brig_cgroup_oom_watch(const struct brig_cgroup *cg, int *fd, brig_error_t *err);
+int brig_cgroup_oom_kills(const struct brig_cgroup *cg, uint64_t *out, brig_error_t *err);
+
+/* ---- v1 (pure; v1_plan.c) ---- */
+
+/* The files a resources section becomes on v1 hierarchies, each named
+ * "<controller>.<file>" ("memory.limit_in_bytes", "cpu.cfs_quota_us",
+ * "blkio.throttle.read_bps_device", "net_cls.classid", ...), in the order
+ * they should be written; the writer retries a write the kernel refused
+ * with EINVAL once the rest are done (memsw against the limit, quota
+ * against the period). Kernel-memory fields are accepted and left out, as
+ * runc does; devices and `unified` are not part of it. */
+int brig_cgroup_v1_plan(const struct brig_resources *r, struct brig_cgroup_write **out, size_t *n,
+                        brig_error_t *err);
+/* linux.resources.devices as devices.deny/devices.allow writes: "a" denied
+ * first, then the same default devices as the eBPF program, then the
+ * spec's rules in order. */
+int brig_cgroup_v1_devices_plan(const struct brig_device_rule *rules, size_t n_rules,
+                                struct brig_cgroup_write **out, size_t *n, brig_error_t *err);
 
 #endif

@@ -447,6 +447,28 @@ static int v2_open(const char *path, struct brig_cgroup *out, brig_error_t *err)
     return 0;
 }
 
+static int v2_clone_fd(const struct brig_cgroup *cg)
+{
+    return cg->dir_fd;
+}
+
+static int v2_open_sub(const struct brig_cgroup *cg, const char *sub, struct brig_cgroup *out,
+                       brig_error_t *err)
+{
+    cleanup_free char *clean = brig_path_clean(sub);
+    cleanup_free char *path = NULL;
+    if (clean == NULL)
+        return brig_error_set(err, ENOMEM, "sub-cgroup `%s`", sub);
+    /* Cleaned as an absolute path, ".." can't climb above the container's
+     * cgroup. */
+    const char *rel = clean[0] == '/' ? clean + 1 : clean;
+    if (asprintf(&path, "%s/%s", cg->path, rel) < 0)
+        return brig_error_set(err, ENOMEM, "sub-cgroup `%s`", sub);
+    if (mkdir(path, 0755) < 0 && errno != EEXIST)
+        return brig_error_set(err, errno, "create sub-cgroup `%s`", path);
+    return v2_open(path, out, err);
+}
+
 /* ---- processes ------------------------------------------------------------------- */
 
 static int v2_add_pid(const struct brig_cgroup *cg, pid_t pid, brig_error_t *err)
@@ -695,4 +717,6 @@ const struct brig_cgroup_backend brig_cgroup_v2 = {
     .kill_all = v2_kill_all,
     .destroy = v2_destroy,
     .stats = brig_cgroup_v2_stats,
+    .clone_fd = v2_clone_fd,
+    .open_sub = v2_open_sub,
 };

@@ -44,6 +44,12 @@ static int attach_devices(void *opaque, brig_error_t *err)
     return brig_cgroup_devices_attach(ctx->cgroup, &ctx->devices, err);
 }
 
+static int place_init(void *opaque, pid_t init_pid, brig_error_t *err)
+{
+    struct create_ctx *ctx = opaque;
+    return brig_cgroup_add_pid(ctx->cgroup, init_pid, err);
+}
+
 static int run_runtime_hooks(void *opaque, pid_t init_pid, char **state_json, brig_error_t *err)
 {
     struct create_ctx *ctx = opaque;
@@ -122,7 +128,8 @@ static int spawn_init(const struct brig_create_options *o, struct provision *p,
         .no_new_keyring = o->no_new_keyring,
         .preserve_fds = o->preserve_fds,
         .listen_fds = o->listen_fds,
-        .cgroup_fd = p->cgroup.dir_fd,
+        .cgroup_fd = p->cgroup.path ? brig_cgroup_clone_fd(&p->cgroup) : -1,
+        .place_in_cgroup = p->cgroup.path ? place_init : NULL,
         .stdio = o->stdio,
         .seccomp = filter,
         .after_clone = attach_devices,

@@ -70,29 +70,20 @@ static int open_init_namespaces(pid_t init, struct brig_ns_join *join, brig_erro
     return 0;
 }
 
-static int open_exec_cgroup(const struct brig_state *st, const char *sub, brig_error_t *err)
+/* The cgroup the process joins: the container's, or `sub` below it.
+ * Returns 1 when brig manages none (the process stays where it is). */
+static int open_exec_cgroup(const struct brig_state *st, const char *sub, struct brig_cgroup *cg,
+                            brig_error_t *err)
 {
     if (*st->cgroup_path == '\0')
-        return -2; /* not managed by brig: stay where we are */
-    cleanup_free char *path = NULL;
-    if (sub && *sub) {
-        cleanup_free char *clean = brig_path_clean(sub);
-        if (clean == NULL)
-            return brig_error_set(err, ENOMEM, "sub-cgroup `%s`", sub);
-        /* Cleaned as an absolute path, ".." can't climb above the
-         * container's cgroup. */
-        const char *rel = clean[0] == '/' ? clean + 1 : clean;
-        if (asprintf(&path, "%s/%s", st->cgroup_path, rel) < 0)
-            return brig_error_set(err, ENOMEM, "sub-cgroup `%s`", sub);
-        if (mkdir(path, 0755) < 0 && errno != EEXIST)
-            return brig_error_set(err, errno, "create sub-cgroup `%s`", path);
-    } else if ((path = strdup(st->cgroup_path)) == NULL) {
-        return brig_error_set(err, ENOMEM, "cgroup");
-    }
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return brig_error_set(err, errno, "open cgroup `%s`", path);
-    return fd;
+        return 1; /* not managed by brig */
+    if (brig_cgroup_open(st->cgroup_path, cg, err) < 0)
+        return -1;
+    if (sub == NULL || *sub == '\0')
+        return 0;
+    cleanup_cgroup struct brig_cgroup top = *cg;
+    *cg = (struct brig_cgroup) BRIG_CGROUP_INIT;
+    return brig_cgroup_open_sub(&top, sub, cg, err);
 }
 
 /* In the container, as the process to be: identity, terminal, exec. */
@@ -259,9 +250,11 @@ static int spawn(const struct exec_ctx *x, bool paused, pid_t *pid, brig_error_t
     cleanup_ns_join struct brig_ns_join join = BRIG_NS_JOIN_NONE;
     if (open_init_namespaces(st->pid, &join, err) < 0)
         return -1;
-    cleanup_close int cg = open_exec_cgroup(st, o->cgroup, err); /* -2: none */
-    if (cg == -1)
+    cleanup_cgroup struct brig_cgroup cgroup = BRIG_CGROUP_INIT;
+    int managed = open_exec_cgroup(st, o->cgroup, &cgroup, err);
+    if (managed < 0)
         return -1;
+    int cg = managed == 0 ? brig_cgroup_clone_fd(&cgroup) : -1;
     int pair[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
         return brig_error_set(err, errno, "create sync socket");
@@ -297,15 +290,13 @@ static int spawn(const struct exec_ctx *x, bool paused, pid_t *pid, brig_error_t
     int master = -1;
     *pid = direct ? child : 0;
     int r = drive_exec(x, sync_fd, child, pid, &master, err);
-    if (r == 0 && cg >= 0 && !placed && *pid > 0) {
-        char buf[16];
-        int n = snprintf(buf, sizeof buf, "%d", *pid);
-        int procs = openat(cg, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+    if (r == 0 && managed == 0 && !placed && *pid > 0
+        && brig_cgroup_add_pid(&cgroup, *pid, err) < 0) {
         /* ESRCH: a short-lived process is already gone, nothing to move. */
-        if (procs < 0 || (write(procs, buf, (size_t) n) != n && errno != ESRCH))
-            r = brig_error_set(err, errno, "join the container's cgroup");
-        if (procs >= 0)
-            close(procs);
+        if ((*err)->errnum == ESRCH)
+            brig_error_release(err);
+        else
+            r = brig_error_wrap(err, "join the container's cgroup");
     }
     if (r == 0 && master >= 0 && o->console_socket)
         r = brig_terminal_send_to_socket(o->console_socket, master, err);

@@ -21,9 +21,12 @@ struct brig_init_config {
     int state_dir_fd;   /* locked by the runtime, so the child closes it */
     int exec_fifo_fd;   /* O_PATH of the fifo the init blocks on until start */
     bool no_new_keyring;
-    int listen_fds;                      /* LISTEN_FDS: fds 3 .. 3+L-1, announced in the env */
-    int preserve_fds;                    /* then P more fds pass through to the process */
-    int cgroup_fd;                       /* the container's cgroup dir, or -1 */
+    int listen_fds;   /* LISTEN_FDS: fds 3 .. 3+L-1, announced in the env */
+    int preserve_fds; /* then P more fds pass through to the process */
+    int cgroup_fd;    /* the container's cgroup dir, or -1 */
+    /* Where cgroup_fd is -1 and this is set, the runtime places the init
+     * in its cgroup (v1 hierarchies) before the init does anything. */
+    int (*place_in_cgroup)(void *ctx, pid_t init_pid, brig_error_t *err);
     const int *stdio;                    /* the process's fds 0, 1, 2; NULL: the runtime's own */
     struct brig_seccomp_filter *seccomp; /* compiled by the runtime, or NULL */
     /* Runs in the runtime right after the clone, while the init sets up;

@@ -167,10 +167,17 @@ static void kill_and_reap(pid_t child, pid_t init)
     }
 }
 
-/* Old kernels: the runtime moves the child, which waits until it's done. */
-static int place_in_cgroup(int cgroup_fd, pid_t child, int sync_fd, brig_error_t *err)
+/* Old kernels and v1 hierarchies: the runtime moves the child, which
+ * waits until it's done. */
+static int place_in_cgroup(const struct brig_init_config *cfg, pid_t child, int sync_fd,
+                           brig_error_t *err)
 {
-    cleanup_close int procs = openat(cgroup_fd, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+    if (cfg->cgroup_fd < 0) {
+        if (cfg->place_in_cgroup(cfg->ctx, child, err) < 0)
+            return brig_error_wrap(err, "move container init into its cgroup");
+        return brig_sync_send(sync_fd, BRIG_SYNC_CGROUP_DONE, 0, NULL, err);
+    }
+    cleanup_close int procs = openat(cfg->cgroup_fd, "cgroup.procs", O_WRONLY | O_CLOEXEC);
     char buf[16];
     int n = snprintf(buf, sizeof buf, "%d", child);
     if (procs < 0 || write(procs, buf, (size_t) n) != n)
@@ -238,7 +245,7 @@ int brig_process_spawn_init(const struct brig_init_config *cfg, pid_t *init_pid,
     bool guard_self = brig_selfexe_deferred_fd() >= 0 && !two_step && (flags & CLONE_NEWPID);
     if (!guard_self && brig_selfexe_finish(err) < 0)
         return -1;
-    bool wait_cgroup = false;
+    bool wait_cgroup = cfg->cgroup_fd < 0 && cfg->place_in_cgroup != NULL;
     pid_t child = -1;
     if (cfg->cgroup_fd >= 0) {
         child = brig_clone_into_cgroup(clone_flags, cfg->cgroup_fd);
@@ -254,7 +261,7 @@ int brig_process_spawn_init(const struct brig_init_config *cfg, pid_t *init_pid,
     }
     brig_ns_join_close(&join);
     close(brig_steal_fd(child_fd));
-    if ((wait_cgroup && place_in_cgroup(cfg->cgroup_fd, child, sync_fd, err) < 0)
+    if ((wait_cgroup && place_in_cgroup(cfg, child, sync_fd, err) < 0)
         || (cfg->after_clone && cfg->after_clone(cfg->ctx, err) < 0)) {
         kill_and_reap(child, 0);
         return -1;
