@@ -48,6 +48,27 @@ const char *brig_cgroup_root(brig_error_t *err);
  * or "/user.slice"). */
 int brig_cgroup_path_resolve(const char *cgroups_path, const char *id, const char *own_cgroup,
                              char **out, brig_error_t *err);
+/* The same with relative and absent paths under `base` itself ("/a/b"):
+ * v1 hierarchies nest a container under the caller's own cgroup, as v1
+ * lets a cgroup with processes have children. */
+int brig_cgroup_path_resolve_under(const char *cgroups_path, const char *id, const char *base,
+                                   char **out, brig_error_t *err);
+
+/* The caller's own cgroup in the v2 hierarchy ("0::" of /proc/self/cgroup,
+ * e.g. "/user.slice"); "/" when there is none. Caller frees. */
+char *brig_cgroup_own(void);
+/* The caller's own cgroup, opened (on v1: its cgroup in every hierarchy),
+ * for a process that steps into a container's cgroup and back. */
+struct brig_cgroup;
+int brig_cgroup_open_own(struct brig_cgroup *out, brig_error_t *err);
+/* For each hierarchy the cgroup is in: its controllers ("cpu,cpuacct",
+ * "name=systemd"; NULL for the v2 tree) and the cgroup's path from the
+ * hierarchy's root ("/brig/c1"), as criu's cgroup roots want them. */
+int brig_cgroup_each_root(const struct brig_cgroup *cg,
+                          int (*fn)(void *data, const char *controllers, const char *root),
+                          void *data, brig_error_t *err);
+/* The directory whose freezing stops the container: criu's freeze cgroup. */
+const char *brig_cgroup_freezer_dir(const struct brig_cgroup *cg);
 
 /* The controllers a resources section needs ("memory", "pids", "cpu",
  * "cpuset", "io", "hugetlb", "rdma"), as a NULL-terminated static list in
@@ -91,17 +112,22 @@ struct brig_cgroup {
     struct brig_cgroup_v1 *v1;                 /* v1: every hierarchy's directory */
 };
 
-/* Creates the cgroup (mkdir -p), enables the needed controllers in every
- * ancestor's cgroup.subtree_control, checks they are available (error names
- * the missing controller), applies the resources and the device program.
- * `relative` comes from brig_cgroup_path_resolve(). On failure nothing new
- * is left behind. */
-int brig_cgroup_create(const char *relative, const struct brig_resources *r,
+/* Creates the container's cgroup for linux.cgroupsPath (NULL or "" for
+ * none) and the container id, placed as brig_cgroup_path_resolve() says
+ * on v2 and brig_cgroup_path_resolve_under() the caller's own cgroup in
+ * each v1 hierarchy; makes the parents (mkdir -p), enables the needed
+ * controllers (v2: in every ancestor's cgroup.subtree_control), checks
+ * they are available (the error names the missing controller), applies
+ * the resources and the device rules. On failure nothing new is left
+ * behind. */
+int brig_cgroup_create(const char *cgroups_path, const char *id, const struct brig_resources *r,
                        struct brig_cgroup *out, brig_error_t *err);
 /* The same without the device program: the caller attaches one
- * (brig_cgroup_devices_attach) before anything of the container runs. */
-int brig_cgroup_create_without_devices(const char *relative, const struct brig_resources *r,
-                                       struct brig_cgroup *out, brig_error_t *err);
+ * (brig_cgroup_devices_attach) before anything of the container runs. On
+ * v1 the device lists are written here all the same. */
+int brig_cgroup_create_without_devices(const char *cgroups_path, const char *id,
+                                       const struct brig_resources *r, struct brig_cgroup *out,
+                                       brig_error_t *err);
 /* Opens an existing one by the path the state file recorded. */
 int brig_cgroup_open(const char *path, struct brig_cgroup *out, brig_error_t *err);
 void brig_cgroup_close(struct brig_cgroup *cg);

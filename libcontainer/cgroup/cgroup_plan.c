@@ -37,22 +37,26 @@ static char *own_parent(const char *own_cgroup)
 int brig_cgroup_path_resolve(const char *cgroups_path, const char *id, const char *own_cgroup,
                              char **out, brig_error_t *err)
 {
+    cleanup_free char *parent = own_parent(own_cgroup);
+    if (parent == NULL)
+        return brig_error_set(err, ENOMEM, "cgroup path");
+    return brig_cgroup_path_resolve_under(cgroups_path, id, parent, out, err);
+}
+
+int brig_cgroup_path_resolve_under(const char *cgroups_path, const char *id, const char *base,
+                                   char **out, brig_error_t *err)
+{
     cleanup_free char *joined = NULL;
     int r;
-    if (cgroups_path && cgroups_path[0] == '/') {
+    if (cgroups_path && cgroups_path[0] == '/')
         r = asprintf(&joined, "%s", cgroups_path);
-    } else {
-        cleanup_free char *parent = own_parent(own_cgroup);
-        if (parent == NULL)
-            return brig_error_set(err, ENOMEM, "cgroup path");
-        if (cgroups_path && *cgroups_path)
-            r = asprintf(&joined, "%s/%s", parent, cgroups_path);
-        else if (id == NULL || *id == '\0' || strchr(id, '/') || strcmp(id, ".") == 0
-                 || strcmp(id, "..") == 0)
-            return brig_error_set(err, 0, "cgroup path: bad container id `%s`", id ? id : "");
-        else
-            r = asprintf(&joined, "%s/brig/%s", parent, id);
-    }
+    else if (cgroups_path && *cgroups_path)
+        r = asprintf(&joined, "/%s/%s", base, cgroups_path);
+    else if (id == NULL || *id == '\0' || strchr(id, '/') || strcmp(id, ".") == 0
+             || strcmp(id, "..") == 0)
+        return brig_error_set(err, 0, "cgroup path: bad container id `%s`", id ? id : "");
+    else
+        r = asprintf(&joined, "/%s/brig/%s", base, id);
     if (r < 0)
         return brig_error_set(err, ENOMEM, "cgroup path");
     /* Cleaned as an absolute path, ".." stops at the cgroup root: a config
