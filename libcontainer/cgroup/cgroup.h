@@ -6,8 +6,8 @@
  * legacy hosts, where a hybrid host's v2 tree holds the container too. A
  * limit that needs a controller the host doesn't have fails by name. The
  * pure parts (where a cgroup goes, which files a resources section
- * becomes) are cgroup_plan.c and v1_plan.c; the device program is
- * devices_bpf* on v2, devices.allow/deny lists on v1. */
+ * becomes) are cgroup_plan.c, v1_plan.c and v1_devices_plan.c; the device
+ * program is devices_bpf* on v2, devices.allow/deny lists on v1. */
 #ifndef BRIG_CGROUP_H
 #define BRIG_CGROUP_H
 
@@ -91,7 +91,7 @@ void brig_cgroup_plan_free(struct brig_cgroup_write *w, size_t n);
 /* The controllers a plan writes files of (static names, NULL-terminated,
  * in the order they are enabled), and the spec field that asked for one,
  * for error messages ("linux.resources.memory"). Pure. */
-#define BRIG_CGROUP_MAX_CONTROLLERS 8
+#define BRIG_CGROUP_MAX_CONTROLLERS 12
 void brig_cgroup_plan_controllers(const struct brig_cgroup_write *w, size_t n,
                                   const char *out[BRIG_CGROUP_MAX_CONTROLLERS + 1]);
 void brig_cgroup_needed_by(const struct brig_resources *r, const char *controller, char *buf,
@@ -206,7 +206,7 @@ int brig_cgroup_stats_parse(const char *file, const char *text, struct brig_cgro
 int brig_cgroup_oom_watch(const struct brig_cgroup *cg, int *fd, brig_error_t *err);
 int brig_cgroup_oom_kills(const struct brig_cgroup *cg, uint64_t *out, brig_error_t *err);
 
-/* ---- v1 (pure; v1_plan.c) ---- */
+/* ---- v1 (pure; v1_plan.c, v1_devices_plan.c) ---- */
 
 /* The files a resources section becomes on v1 hierarchies, each named
  * "<controller>.<file>" ("memory.limit_in_bytes", "cpu.cfs_quota_us",
@@ -214,13 +214,23 @@ int brig_cgroup_oom_kills(const struct brig_cgroup *cg, uint64_t *out, brig_erro
  * they should be written; the writer retries a write the kernel refused
  * with EINVAL once the rest are done (memsw against the limit, quota
  * against the period). Kernel-memory fields are accepted and left out, as
- * runc does; devices and `unified` are not part of it. */
+ * runc does; devices and `unified` are not part of it. As in the v2 plan,
+ * 0 leaves a limit, shares or weight unset, and a pids limit of 0 or below
+ * is "max". */
 int brig_cgroup_v1_plan(const struct brig_resources *r, struct brig_cgroup_write **out, size_t *n,
                         brig_error_t *err);
-/* linux.resources.devices as devices.deny/devices.allow writes: "a" denied
- * first, then the same default devices as the eBPF program, then the
- * spec's rules in order. */
+/* linux.resources.devices as devices.deny/devices.allow writes
+ * (v1_devices_plan.c): "a" denied first, then the spec's rules in order,
+ * then the default devices (the eBPF program's, devices_bpf.h), with the
+ * access the eBPF program would give. A rule v1 can't express that way (a
+ * deny cutting into a wider allow, say) is refused with its index. */
 int brig_cgroup_v1_devices_plan(const struct brig_device_rule *rules, size_t n_rules,
                                 struct brig_cgroup_write **out, size_t *n, brig_error_t *err);
+/* For unit tests: what a v1 devices cgroup, starting from "allow all",
+ * answers after the writes (a model of the kernel's exception list) for
+ * `access` ("r", "w", "rw", "m") to type ('c' or 'b') major:minor; 1
+ * allow, 0 deny, -1 a write or an argument it can't read. */
+int brig_cgroup_v1_devices_eval(const struct brig_cgroup_write *w, size_t n, char type,
+                                int64_t major, int64_t minor, const char *access);
 
 #endif

@@ -105,12 +105,7 @@ static void check_plan(const char *name, const struct brig_resources *r, const c
 
 static void check_plan_error(const char *name, const struct brig_resources *r, const char *part)
 {
-    char *got = plan_text(r);
-    bool ok = got && strncmp(got, "ERROR: ", 7) == 0 && strstr(got, part);
-    CHECK(ok, name);
-    if (!ok)
-        printf("#   got \"%s\", want an error with \"%s\"\n", got, part);
-    free(got);
+    unit_check_error(name, plan_text(r), part);
 }
 
 static void test_plan_memory(void)
