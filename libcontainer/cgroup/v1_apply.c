@@ -133,6 +133,17 @@ static const struct brig_cgroup_v1_dir *dir_for(const struct brig_cgroup *cg,
     return NULL;
 }
 
+/* Block I/O weights are the I/O scheduler's: CFQ named them blkio.weight,
+ * BFQ names them blkio.bfq.weight. */
+static const char *bfq_name(const char *file)
+{
+    if (strcmp(file, "blkio.weight") == 0)
+        return "blkio.bfq.weight";
+    if (strcmp(file, "blkio.weight_device") == 0)
+        return "blkio.bfq.weight_device";
+    return NULL;
+}
+
 static int write_one(const struct brig_cgroup *cg, const struct brig_cgroup_write *w,
                      brig_error_t *err)
 {
@@ -142,7 +153,26 @@ static int write_one(const struct brig_cgroup *cg, const struct brig_cgroup_writ
     if (d == NULL || d->fd < 0)
         return brig_error_set(err, ENOENT, "cgroup: no `%s` directory for `%s`", controller,
                               w->file);
-    return brig_cgroup_v1_write(d->fd, d->path, w->file, w->value, err);
+    int rc = brig_cgroup_v1_write(d->fd, d->path, w->file, w->value, err);
+    const char *bfq = bfq_name(w->file);
+    if (rc == 0 || bfq == NULL || (*err)->errnum != ENOENT || faccessat(d->fd, bfq, F_OK, 0) < 0)
+        return rc;
+    brig_error_release(err);
+    return brig_cgroup_v1_write(d->fd, d->path, bfq, w->value, err);
+}
+
+/* A memory limit lifted (-1) with no word on swap lifts the swap limit
+ * too, where the kernel accounts swap: the old memsw limit would
+ * otherwise stay below the new memory limit, and the kernel refuse it. */
+static int lift_swap(const struct brig_cgroup *cg, const struct brig_resources *r,
+                     brig_error_t *err)
+{
+    const struct brig_memory *m = r->memory;
+    const struct brig_cgroup_v1_dir *d = dir_for(cg, "memory");
+    if (m == NULL || !m->has_limit || m->limit != -1 || m->has_swap || d == NULL || d->fd < 0
+        || faccessat(d->fd, "memory.memsw.limit_in_bytes", F_OK, 0) < 0)
+        return 0;
+    return brig_cgroup_v1_write(d->fd, d->path, "memory.memsw.limit_in_bytes", "-1", err);
 }
 
 /* In order; a write refused with EINVAL (a memsw limit below the memory
@@ -202,7 +232,10 @@ int brig_cgroup_v1_apply_all(const struct brig_cgroup *cg, const struct brig_res
     size_t n = 0;
     if (brig_cgroup_v1_plan(r, &w, &n, err) < 0)
         return -1;
-    int rc = write_plan(cg, w, n, err);
+    /* Unlimited swap first: memsw may never be below the memory limit. */
+    int rc = lift_swap(cg, r, err);
+    if (rc == 0)
+        rc = write_plan(cg, w, n, err);
     brig_cgroup_plan_free(w, n);
     if (rc == 0 && devices)
         rc = apply_devices(cg, r, err);

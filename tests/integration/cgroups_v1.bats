@@ -252,3 +252,18 @@ own_cgroup() {
 		[ ! -e "$d" ] || fail "left behind: $d"
 	done
 }
+
+@test "v1: update lifts the memory limit, and swap with it, and raises both in one go" {
+	update_config '.linux.resources.memory = {limit: 67108864, swap: 67108864}'
+	set_args sleep 100
+	brig_detached run -d "$CID"
+	mem=$(v1_dir "$CID" memory)
+	brig update --memory -1 "$CID"
+	[ "$(cat "$mem/memory.limit_in_bytes")" -gt 1099511627776 ]
+	[ "$(cat "$mem/memory.memsw.limit_in_bytes")" -gt 1099511627776 ]
+	# Raising both past the old swap limit in one update: memsw goes first.
+	brig update --memory 33554432 --memory-swap 33554432 "$CID"
+	brig update --memory 134217728 --memory-swap 268435456 "$CID"
+	[ "$(cat "$mem/memory.limit_in_bytes")" = 134217728 ]
+	[ "$(cat "$mem/memory.memsw.limit_in_bytes")" = 268435456 ]
+}
