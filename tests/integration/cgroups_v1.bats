@@ -267,3 +267,21 @@ own_cgroup() {
 	[ "$(cat "$mem/memory.limit_in_bytes")" = 134217728 ]
 	[ "$(cat "$mem/memory.memsw.limit_in_bytes")" = 268435456 ]
 }
+
+@test "v1: on a legacy host (no v2 tree) containers run, and unified keys are refused by name" {
+	mountpoint -q /sys/fs/cgroup/unified || skip "no v2 tree to hide: this host is legacy already"
+	update_config '.linux.resources.pids = {limit: 20}'
+	set_args sh -c 'echo ok'
+	# A mount namespace of its own without the v2 tree is a legacy host.
+	run unshare -m sh -c "umount -l /sys/fs/cgroup/unified && exec '$BRIG' --root '$ROOT' run '$CID'"
+	[ "$status" -eq 0 ] || fail "$output"
+	[ "$output" = ok ]
+	assert_no_leftovers "$CID"
+	update_config '.linux.resources.unified = {"pids.max": "10"}'
+	run unshare -m sh -c "umount -l /sys/fs/cgroup/unified && exec '$BRIG' --root '$ROOT' run '$CID' 2>&1"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"linux.resources.unified"*"legacy"* ]] || fail "$output"
+	[ "$(grep -c . <<<"$output")" = 1 ] || fail "not one line: $output"
+	assert_no_leftovers "$CID"
+	[ ! -e "/sys/fs/cgroup/pids/brig/$CID" ]
+}
