@@ -29,6 +29,7 @@
 
 #include "sandbox/sandbox.h"
 #include "base/cleanup.h"
+#include "cgroup/cgroup.h"
 #include "selfexe/selfexe.h"
 #include "container/container.h"
 #include "base/error.h"
@@ -354,10 +355,12 @@ static int do_delete(const struct flags *f)
     return 0;
 }
 
-static bool cgroup2_mounted(void)
+/* Containers get cgroups of their own wherever the host has any: v2,
+ * hybrid and v1 layouts alike (a limit that can't be applied then fails
+ * the create, never dropped). */
+static bool cgroups_mounted(void)
 {
-    struct statfs sfs;
-    return statfs("/sys/fs/cgroup", &sfs) == 0 && sfs.f_type == CGROUP2_SUPER_MAGIC;
+    return brig_cgroup_layout() != BRIG_CGROUP_LAYOUT_NONE;
 }
 
 static void on_signal(struct shim_loop *loop, int fd, uint32_t events, void *data)
@@ -449,7 +452,7 @@ static int do_serve(const struct flags *f)
         .publisher = pub,
         .ns = f->namespace,
         .runtime_root = root,
-        .cgroups = cgroup2_mounted(),
+        .cgroups = cgroups_mounted(),
         .debug = f->debug,
     };
     if (shim_service_new(&so, &svc, &err) < 0 || ttrpc_server_listen(srv, lfd, &err) < 0)

@@ -51,7 +51,7 @@ static void gen_linux(yajl_gen g)
     gen_list(g, "capabilities", brig_cap_names());
     STR(g, "cgroup");
     yajl_gen_map_open(g);
-    gen_bool(g, "v1", false);
+    gen_bool(g, "v1", true);
     gen_bool(g, "v2", true);
     gen_bool(g, "systemd", false);
     gen_bool(g, "systemdUser", false);

@@ -147,14 +147,17 @@ static int apply_memory_flag(int c, struct brig_resources *r)
     return BRIG_CLI_GO_ON;
 }
 
-/* --cpu-share, --cpu-quota, --cpu-period. */
+/* --cpu-share, --cpu-quota, --cpu-period, --cpu-rt-runtime, --cpu-rt-period
+ * (the realtime pair only v1 hierarchies have: v2 refuses them by name). */
 static int apply_cpu_flag(int c, struct brig_resources *r)
 {
     int64_t v = 0;
     int done;
-    const char *flag = c == OPT_CPU_SHARE   ? "--cpu-share"
-                       : c == OPT_CPU_QUOTA ? "--cpu-quota"
-                                            : "--cpu-period";
+    const char *flag = c == OPT_CPU_SHARE        ? "--cpu-share"
+                       : c == OPT_CPU_QUOTA      ? "--cpu-quota"
+                       : c == OPT_CPU_RT_RUNTIME ? "--cpu-rt-runtime"
+                       : c == OPT_CPU_RT_PERIOD  ? "--cpu-rt-period"
+                                                 : "--cpu-period";
     struct brig_cpu *cpu = cpu_of(r);
     if (cpu == NULL)
         return out_of_memory();
@@ -162,10 +165,14 @@ static int apply_cpu_flag(int c, struct brig_resources *r)
         return done;
     if (c == OPT_CPU_QUOTA)
         cpu->has_quota = true, cpu->quota = v;
+    else if (c == OPT_CPU_RT_RUNTIME)
+        cpu->has_realtime_runtime = true, cpu->realtime_runtime = v;
     else if (v < 0)
         return brig_fail_msg("update: `%s` must not be negative", optarg);
     else if (c == OPT_CPU_SHARE)
         cpu->has_shares = true, cpu->shares = (uint64_t) v;
+    else if (c == OPT_CPU_RT_PERIOD)
+        cpu->has_realtime_period = true, cpu->realtime_period = (uint64_t) v;
     else
         cpu->has_period = true, cpu->period = (uint64_t) v;
     return BRIG_CLI_GO_ON;
@@ -189,6 +196,8 @@ static int apply_flag(int c, char **argv, struct brig_resources *r)
     case OPT_CPU_SHARE:
     case OPT_CPU_QUOTA:
     case OPT_CPU_PERIOD:
+    case OPT_CPU_RT_PERIOD:
+    case OPT_CPU_RT_RUNTIME:
         return apply_cpu_flag(c, r);
     case OPT_CPUSET_CPUS:
     case OPT_CPUSET_MEMS: {
@@ -211,10 +220,7 @@ static int apply_flag(int c, char **argv, struct brig_resources *r)
         r->block_io->weight = (uint16_t) v;
         return BRIG_CLI_GO_ON;
     case OPT_KERNEL_MEMORY:
-        return BRIG_CLI_GO_ON; /* cgroup v2 has no separate kernel memory limit */
-    case OPT_CPU_RT_PERIOD:
-    case OPT_CPU_RT_RUNTIME:
-        return brig_fail_msg("update: realtime cpu limits are not supported on cgroup v2");
+        return BRIG_CLI_GO_ON; /* accepted and ignored, as runc does */
     case OPT_L3:
     case OPT_MEMBW:
         return brig_fail_msg("update: Intel RDT is not supported");

@@ -10,10 +10,11 @@
 
 struct brig_cgroup_backend {
     const char *name;
-    int (*create)(const char *relative, const struct brig_resources *r, struct brig_cgroup *out,
-                  brig_error_t *err);
-    int (*create_without_devices)(const char *relative, const struct brig_resources *r,
-                                  struct brig_cgroup *out, brig_error_t *err);
+    int (*create)(const char *cgroups_path, const char *id, const struct brig_resources *r,
+                  struct brig_cgroup *out, brig_error_t *err);
+    int (*create_without_devices)(const char *cgroups_path, const char *id,
+                                  const struct brig_resources *r, struct brig_cgroup *out,
+                                  brig_error_t *err);
     int (*open)(const char *path, struct brig_cgroup *out, brig_error_t *err);
     int (*apply)(const struct brig_cgroup *cg, const struct brig_resources *r, brig_error_t *err);
     int (*devices_attach)(const struct brig_cgroup *cg, const struct brig_devices_program *p,
@@ -53,6 +54,8 @@ struct brig_cgroup_hierarchy {
     char *mountpoint;  /* "/sys/fs/cgroup/cpu,cpuacct" */
     char *controllers; /* "cpu,cpuacct", "memory", "name=systemd"; "" for v2 */
     bool v2;
+    char *mount_root; /* the part of the hierarchy mounted there, usually "/" */
+    char *own;        /* the caller's cgroup in it, e.g. "/a/b" (below mount_root) */
 };
 /* The host's hierarchies, found once per process; NULL-terminated. */
 const struct brig_cgroup_hierarchy *const *brig_cgroup_v1_hierarchies(brig_error_t *err);

@@ -5,10 +5,14 @@
 
 #include <errno.h>
 #include <linux/magic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/vfs.h>
 #include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/utils.h"
 
 static long fs_type(const char *path)
 {
@@ -71,16 +75,17 @@ static const struct brig_cgroup_backend *backend_of(const struct brig_cgroup *cg
     return cg->backend ? cg->backend : backend_for_path(cg->path ? cg->path : "");
 }
 
-int brig_cgroup_create(const char *relative, const struct brig_resources *r,
+int brig_cgroup_create(const char *cgroups_path, const char *id, const struct brig_resources *r,
                        struct brig_cgroup *out, brig_error_t *err)
 {
-    return host_backend()->create(relative, r, out, err);
+    return host_backend()->create(cgroups_path, id, r, out, err);
 }
 
-int brig_cgroup_create_without_devices(const char *relative, const struct brig_resources *r,
-                                       struct brig_cgroup *out, brig_error_t *err)
+int brig_cgroup_create_without_devices(const char *cgroups_path, const char *id,
+                                       const struct brig_resources *r, struct brig_cgroup *out,
+                                       brig_error_t *err)
 {
-    return host_backend()->create_without_devices(relative, r, out, err);
+    return host_backend()->create_without_devices(cgroups_path, id, r, out, err);
 }
 
 int brig_cgroup_open(const char *path, struct brig_cgroup *out, brig_error_t *err)
@@ -182,4 +187,87 @@ int brig_cgroup_stats(const struct brig_cgroup *cg, struct brig_cgroup_stats *ou
                       brig_error_t *err)
 {
     return backend_of(cg)->stats(cg, out, err);
+}
+
+char *brig_cgroup_own(void)
+{
+    cleanup_free char *text = NULL;
+    brig_error_t ignored = NULL;
+    if (brig_read_file("/proc/self/cgroup", &text, NULL, &ignored) < 0) {
+        brig_error_release(&ignored);
+        return strdup("/");
+    }
+    for (char *line = text; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        if (strncmp(line, "0::", 3) == 0)
+            return strdup(line + 3);
+        line = nl ? nl + 1 : NULL;
+    }
+    return strdup("/");
+}
+
+/* v1: the caller's cgroup in every hierarchy, as a v1 path. */
+static int own_v1_path(char **out, brig_error_t *err)
+{
+    const struct brig_cgroup_hierarchy *const *all = brig_cgroup_v1_hierarchies(err);
+    if (all == NULL)
+        return -1;
+    size_t len = 0;
+    cleanup_file FILE *f = open_memstream(out, &len);
+    if (f == NULL)
+        return brig_error_set(err, ENOMEM, "cgroup");
+    for (size_t i = 0; all[i]; i++)
+        fprintf(f, "%s%s\n", all[i]->mountpoint, strcmp(all[i]->own, "/") == 0 ? "" : all[i]->own);
+    if (fclose(brig_steal_ptr(f)) != 0)
+        return brig_error_set(err, ENOMEM, "cgroup");
+    return 0;
+}
+
+int brig_cgroup_open_own(struct brig_cgroup *out, brig_error_t *err)
+{
+    *out = (struct brig_cgroup) BRIG_CGROUP_INIT;
+    cleanup_free char *path = NULL;
+    if (host_backend() == &brig_cgroup_v1) {
+        if (own_v1_path(&path, err) < 0)
+            return -1;
+    } else {
+        const char *root = brig_cgroup_root(err);
+        cleanup_free char *own = brig_cgroup_own();
+        if (root == NULL)
+            return -1;
+        if (own == NULL || asprintf(&path, "%s%s", root, strcmp(own, "/") == 0 ? "" : own) < 0)
+            return brig_error_set(err, ENOMEM, "cgroup");
+    }
+    return brig_cgroup_open(path, out, err);
+}
+
+int brig_cgroup_each_root(const struct brig_cgroup *cg,
+                          int (*fn)(void *data, const char *controllers, const char *root),
+                          void *data, brig_error_t *err)
+{
+    if (cg->v1 == NULL) {
+        const char *top = brig_cgroup_root(err);
+        if (top == NULL)
+            return -1;
+        size_t n = strlen(top);
+        const char *rel = strncmp(cg->path, top, n) == 0 ? cg->path + n : cg->path;
+        return fn(data, NULL, *rel ? rel : "/");
+    }
+    for (size_t i = 0; i < cg->v1->n; i++) {
+        const struct brig_cgroup_v1_dir *d = &cg->v1->dirs[i];
+        const char *rel = d->path + strlen(d->h->mountpoint);
+        if (fn(data, d->h->v2 ? NULL : d->h->controllers, *rel ? rel : "/") < 0)
+            return brig_error_set(err, ENOMEM, "cgroup root of `%s`", d->path);
+    }
+    return 0;
+}
+
+const char *brig_cgroup_freezer_dir(const struct brig_cgroup *cg)
+{
+    if (cg->v1 == NULL)
+        return cg->path;
+    const char *d = brig_cgroup_v1_dir_path(cg, "freezer");
+    return d ? d : brig_cgroup_v1_dir_path(cg, "");
 }

@@ -6,9 +6,9 @@
  * legacy hosts, where a hybrid host's v2 tree holds the container too. A
  * limit that needs a controller the host doesn't have fails by name. The
  * pure parts (where a cgroup goes, which files a resources section
- * becomes, what a stats file says) are cgroup_plan.c, v1_plan.c and
- * stats.c; the device program is devices_bpf* on v2, devices.allow/deny
- * lists on v1. */
+ * becomes, what a stats file says) are cgroup_plan.c, v1_plan.c,
+ * v1_devices_plan.c and stats.c; the device program is devices_bpf* on
+ * v2, devices.allow/deny lists on v1. */
 #ifndef BRIG_CGROUP_H
 #define BRIG_CGROUP_H
 
@@ -49,6 +49,27 @@ const char *brig_cgroup_root(brig_error_t *err);
  * or "/user.slice"). */
 int brig_cgroup_path_resolve(const char *cgroups_path, const char *id, const char *own_cgroup,
                              char **out, brig_error_t *err);
+/* The same with relative and absent paths under `base` itself ("/a/b"):
+ * v1 hierarchies nest a container under the caller's own cgroup, as v1
+ * lets a cgroup with processes have children. */
+int brig_cgroup_path_resolve_under(const char *cgroups_path, const char *id, const char *base,
+                                   char **out, brig_error_t *err);
+
+/* The caller's own cgroup in the v2 hierarchy ("0::" of /proc/self/cgroup,
+ * e.g. "/user.slice"); "/" when there is none. Caller frees. */
+char *brig_cgroup_own(void);
+/* The caller's own cgroup, opened (on v1: its cgroup in every hierarchy),
+ * for a process that steps into a container's cgroup and back. */
+struct brig_cgroup;
+int brig_cgroup_open_own(struct brig_cgroup *out, brig_error_t *err);
+/* For each hierarchy the cgroup is in: its controllers ("cpu,cpuacct",
+ * "name=systemd"; NULL for the v2 tree) and the cgroup's path from the
+ * hierarchy's root ("/brig/c1"), as criu's cgroup roots want them. */
+int brig_cgroup_each_root(const struct brig_cgroup *cg,
+                          int (*fn)(void *data, const char *controllers, const char *root),
+                          void *data, brig_error_t *err);
+/* The directory whose freezing stops the container: criu's freeze cgroup. */
+const char *brig_cgroup_freezer_dir(const struct brig_cgroup *cg);
 
 /* The controllers a resources section needs ("memory", "pids", "cpu",
  * "cpuset", "io", "hugetlb", "rdma"), as a NULL-terminated static list in
@@ -71,7 +92,7 @@ void brig_cgroup_plan_free(struct brig_cgroup_write *w, size_t n);
 /* The controllers a plan writes files of (static names, NULL-terminated,
  * in the order they are enabled), and the spec field that asked for one,
  * for error messages ("linux.resources.memory"). Pure. */
-#define BRIG_CGROUP_MAX_CONTROLLERS 8
+#define BRIG_CGROUP_MAX_CONTROLLERS 12
 void brig_cgroup_plan_controllers(const struct brig_cgroup_write *w, size_t n,
                                   const char *out[BRIG_CGROUP_MAX_CONTROLLERS + 1]);
 void brig_cgroup_needed_by(const struct brig_resources *r, const char *controller, char *buf,
@@ -92,17 +113,22 @@ struct brig_cgroup {
     struct brig_cgroup_v1 *v1;                 /* v1: every hierarchy's directory */
 };
 
-/* Creates the cgroup (mkdir -p), enables the needed controllers in every
- * ancestor's cgroup.subtree_control, checks they are available (error names
- * the missing controller), applies the resources and the device program.
- * `relative` comes from brig_cgroup_path_resolve(). On failure nothing new
- * is left behind. */
-int brig_cgroup_create(const char *relative, const struct brig_resources *r,
+/* Creates the container's cgroup for linux.cgroupsPath (NULL or "" for
+ * none) and the container id, placed as brig_cgroup_path_resolve() says
+ * on v2 and brig_cgroup_path_resolve_under() the caller's own cgroup in
+ * each v1 hierarchy; makes the parents (mkdir -p), enables the needed
+ * controllers (v2: in every ancestor's cgroup.subtree_control), checks
+ * they are available (the error names the missing controller), applies
+ * the resources and the device rules. On failure nothing new is left
+ * behind. */
+int brig_cgroup_create(const char *cgroups_path, const char *id, const struct brig_resources *r,
                        struct brig_cgroup *out, brig_error_t *err);
 /* The same without the device program: the caller attaches one
- * (brig_cgroup_devices_attach) before anything of the container runs. */
-int brig_cgroup_create_without_devices(const char *relative, const struct brig_resources *r,
-                                       struct brig_cgroup *out, brig_error_t *err);
+ * (brig_cgroup_devices_attach) before anything of the container runs. On
+ * v1 the device lists are written here all the same. */
+int brig_cgroup_create_without_devices(const char *cgroups_path, const char *id,
+                                       const struct brig_resources *r, struct brig_cgroup *out,
+                                       brig_error_t *err);
 /* Opens an existing one by the path the state file recorded. */
 int brig_cgroup_open(const char *path, struct brig_cgroup *out, brig_error_t *err);
 void brig_cgroup_close(struct brig_cgroup *cg);
@@ -189,7 +215,7 @@ int brig_cgroup_stats_parse(const char *file, const char *text, struct brig_cgro
 int brig_cgroup_oom_watch(const struct brig_cgroup *cg, int *fd, brig_error_t *err);
 int brig_cgroup_oom_kills(const struct brig_cgroup *cg, uint64_t *out, brig_error_t *err);
 
-/* ---- v1 (pure; v1_plan.c) ---- */
+/* ---- v1 (pure; v1_plan.c, v1_devices_plan.c) ---- */
 
 /* The files a resources section becomes on v1 hierarchies, each named
  * "<controller>.<file>" ("memory.limit_in_bytes", "cpu.cfs_quota_us",
@@ -197,13 +223,23 @@ int brig_cgroup_oom_kills(const struct brig_cgroup *cg, uint64_t *out, brig_erro
  * they should be written; the writer retries a write the kernel refused
  * with EINVAL once the rest are done (memsw against the limit, quota
  * against the period). Kernel-memory fields are accepted and left out, as
- * runc does; devices and `unified` are not part of it. */
+ * runc does; devices and `unified` are not part of it. As in the v2 plan,
+ * 0 leaves a limit, shares or weight unset, and a pids limit of 0 or below
+ * is "max". */
 int brig_cgroup_v1_plan(const struct brig_resources *r, struct brig_cgroup_write **out, size_t *n,
                         brig_error_t *err);
-/* linux.resources.devices as devices.deny/devices.allow writes: "a" denied
- * first, then the same default devices as the eBPF program, then the
- * spec's rules in order. */
+/* linux.resources.devices as devices.deny/devices.allow writes
+ * (v1_devices_plan.c): "a" denied first, then the spec's rules in order,
+ * then the default devices (the eBPF program's, devices_bpf.h), with the
+ * access the eBPF program would give. A rule v1 can't express that way (a
+ * deny cutting into a wider allow, say) is refused with its index. */
 int brig_cgroup_v1_devices_plan(const struct brig_device_rule *rules, size_t n_rules,
                                 struct brig_cgroup_write **out, size_t *n, brig_error_t *err);
+/* For unit tests: what a v1 devices cgroup, starting from "allow all",
+ * answers after the writes (a model of the kernel's exception list) for
+ * `access` ("r", "w", "rw", "m") to type ('c' or 'b') major:minor; 1
+ * allow, 0 deny, -1 a write or an argument it can't read. */
+int brig_cgroup_v1_devices_eval(const struct brig_cgroup_write *w, size_t n, char type,
+                                int64_t major, int64_t minor, const char *access);
 
 #endif

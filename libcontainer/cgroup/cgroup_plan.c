@@ -1,8 +1,10 @@
 #define _GNU_SOURCE
 /* The pure half of cgroup v2: where the cgroup goes, which controllers it
- * needs, and which files the resources section turns into. Nothing here
- * touches the kernel, so every conversion is unit-tested without root. */
+ * needs, and which files the resources section turns into; with them the
+ * pieces the v1 plans share (plan.h). Nothing here touches the kernel, so
+ * every conversion is unit-tested without root. */
 #include "cgroup/cgroup.h"
+#include "cgroup/plan.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -37,22 +39,26 @@ static char *own_parent(const char *own_cgroup)
 int brig_cgroup_path_resolve(const char *cgroups_path, const char *id, const char *own_cgroup,
                              char **out, brig_error_t *err)
 {
+    cleanup_free char *parent = own_parent(own_cgroup);
+    if (parent == NULL)
+        return brig_error_set(err, ENOMEM, "cgroup path");
+    return brig_cgroup_path_resolve_under(cgroups_path, id, parent, out, err);
+}
+
+int brig_cgroup_path_resolve_under(const char *cgroups_path, const char *id, const char *base,
+                                   char **out, brig_error_t *err)
+{
     cleanup_free char *joined = NULL;
     int r;
-    if (cgroups_path && cgroups_path[0] == '/') {
+    if (cgroups_path && cgroups_path[0] == '/')
         r = asprintf(&joined, "%s", cgroups_path);
-    } else {
-        cleanup_free char *parent = own_parent(own_cgroup);
-        if (parent == NULL)
-            return brig_error_set(err, ENOMEM, "cgroup path");
-        if (cgroups_path && *cgroups_path)
-            r = asprintf(&joined, "%s/%s", parent, cgroups_path);
-        else if (id == NULL || *id == '\0' || strchr(id, '/') || strcmp(id, ".") == 0
-                 || strcmp(id, "..") == 0)
-            return brig_error_set(err, 0, "cgroup path: bad container id `%s`", id ? id : "");
-        else
-            r = asprintf(&joined, "%s/brig/%s", parent, id);
-    }
+    else if (cgroups_path && *cgroups_path)
+        r = asprintf(&joined, "/%s/%s", base, cgroups_path);
+    else if (id == NULL || *id == '\0' || strchr(id, '/') || strcmp(id, ".") == 0
+             || strcmp(id, "..") == 0)
+        return brig_error_set(err, 0, "cgroup path: bad container id `%s`", id ? id : "");
+    else
+        r = asprintf(&joined, "/%s/brig/%s", base, id);
     if (r < 0)
         return brig_error_set(err, ENOMEM, "cgroup path");
     /* Cleaned as an absolute path, ".." stops at the cgroup root: a config
@@ -71,15 +77,8 @@ int brig_cgroup_path_resolve(const char *cgroups_path, const char *id, const cha
 
 /* ---- the plan ---------------------------------------------------------------------- */
 
-struct plan {
-    struct brig_cgroup_write *w;
-    size_t n, cap;
-};
-
-static int plan_add(struct plan *p, brig_error_t *err, const char *file, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int plan_add(struct plan *p, brig_error_t *err, const char *file, const char *fmt, ...)
+int brig_cgroup_plan_add(struct brig_cgroup_plan_list *p, brig_error_t *err, const char *file,
+                         const char *fmt, ...)
 {
     if (p->n == p->cap) {
         size_t cap = p->cap ? p->cap * 2 : 16;
@@ -107,28 +106,47 @@ static int plan_add(struct plan *p, brig_error_t *err, const char *file, const c
     return 0;
 }
 
-/* memory.* and cpu.* take "max" for "no limit"; the OCI spec says -1. */
-static int plan_limit(struct plan *p, brig_error_t *err, const char *file, const char *field,
-                      int64_t v)
+int brig_cgroup_plan_finish(struct brig_cgroup_plan_list *p, int rc, struct brig_cgroup_write **out,
+                            size_t *n)
+{
+    if (rc < 0) {
+        brig_cgroup_plan_free(p->w, p->n);
+        return rc;
+    }
+    *out = p->w;
+    *n = p->n;
+    return rc;
+}
+
+int brig_cgroup_plan_limit(struct brig_cgroup_plan_list *p, brig_error_t *err, const char *file,
+                           const char *field, int64_t v, const char *unlimited)
 {
     if (v == -1)
-        return plan_add(p, err, file, "max");
+        return brig_cgroup_plan_add(p, err, file, "%s", unlimited);
     if (v < 0)
         return brig_error_set(err, 0,
                               "linux.resources.%s: %" PRId64 " is not a limit (-1 "
                               "means unlimited)",
                               field, v);
-    return plan_add(p, err, file, "%" PRId64, v);
+    return brig_cgroup_plan_add(p, err, file, "%" PRId64, v);
+}
+
+/* memory.* and cpu.* take "max" for "no limit"; the OCI spec says -1. */
+static int plan_limit(struct brig_cgroup_plan_list *p, brig_error_t *err, const char *file,
+                      const char *field, int64_t v)
+{
+    return brig_cgroup_plan_limit(p, err, file, field, v, "max");
 }
 
 /* The OCI swap value is memory+swap (the v1 memsw file); v2 limits swap
  * alone, so the difference is written. 0 means "not set", like runc. */
-static int plan_swap(struct plan *p, const struct brig_memory *m, brig_error_t *err)
+static int plan_swap(struct brig_cgroup_plan_list *p, const struct brig_memory *m,
+                     brig_error_t *err)
 {
     if (!m->has_swap || m->swap == 0)
         return 0;
     if (m->swap == -1)
-        return plan_add(p, err, "memory.swap.max", "max");
+        return brig_cgroup_plan_add(p, err, "memory.swap.max", "max");
     if (m->swap < 0)
         return brig_error_set(err, 0,
                               "linux.resources.memory.swap: %" PRId64
@@ -143,14 +161,15 @@ static int plan_swap(struct plan *p, const struct brig_memory *m, brig_error_t *
                               "linux.resources.memory.swap: %" PRId64 " is below "
                               "the memory limit %" PRId64 " (swap is memory+swap)",
                               m->swap, m->limit);
-    return plan_add(p, err, "memory.swap.max", "%" PRId64, m->swap - m->limit);
+    return brig_cgroup_plan_add(p, err, "memory.swap.max", "%" PRId64, m->swap - m->limit);
 }
 
 /* Not written: kernel and kernelTCP (no v2 files, the kernel accounts that
  * memory under memory.max), swappiness (v2 has no per-cgroup knob; runc
  * ignores it too), disableOOMKiller (v2 only has memory.oom.group, which is
  * a different thing; a config can set it through `unified`). */
-static int plan_memory(struct plan *p, const struct brig_memory *m, brig_error_t *err)
+static int plan_memory(struct brig_cgroup_plan_list *p, const struct brig_memory *m,
+                       brig_error_t *err)
 {
     if (m->has_reservation && m->reservation != 0
         && plan_limit(p, err, "memory.low", "memory.reservation", m->reservation) < 0)
@@ -172,17 +191,18 @@ static uint64_t shares_to_weight(uint64_t shares)
     return 1 + ((shares - 2) * 9999) / 262142;
 }
 
-static int plan_cpu_max(struct plan *p, const struct brig_cpu *c, brig_error_t *err)
+static int plan_cpu_max(struct brig_cgroup_plan_list *p, const struct brig_cpu *c,
+                        brig_error_t *err)
 {
     uint64_t period = c->has_period && c->period > 0 ? c->period : 100000;
     if (c->has_quota && c->quota > 0)
-        return plan_add(p, err, "cpu.max", "%" PRId64 " %" PRIu64, c->quota, period);
+        return brig_cgroup_plan_add(p, err, "cpu.max", "%" PRId64 " %" PRIu64, c->quota, period);
     if (c->has_quota || c->has_period)
-        return plan_add(p, err, "cpu.max", "max %" PRIu64, period);
+        return brig_cgroup_plan_add(p, err, "cpu.max", "max %" PRIu64, period);
     return 0;
 }
 
-static int plan_cpu(struct plan *p, const struct brig_cpu *c, brig_error_t *err)
+static int plan_cpu(struct brig_cgroup_plan_list *p, const struct brig_cpu *c, brig_error_t *err)
 {
     if ((c->has_realtime_runtime && c->realtime_runtime != 0)
         || (c->has_realtime_period && c->realtime_period != 0))
@@ -190,39 +210,47 @@ static int plan_cpu(struct plan *p, const struct brig_cpu *c, brig_error_t *err)
                               "linux.resources.cpu.realtimeRuntime/realtimePeriod: "
                               "not supported by cgroup v2");
     if (c->has_shares && c->shares != 0
-        && plan_add(p, err, "cpu.weight", "%" PRIu64, shares_to_weight(c->shares)) < 0)
+        && brig_cgroup_plan_add(p, err, "cpu.weight", "%" PRIu64, shares_to_weight(c->shares)) < 0)
         return -1;
     if (plan_cpu_max(p, c, err) < 0)
         return -1;
-    if (c->has_burst && plan_add(p, err, "cpu.max.burst", "%" PRIu64, c->burst) < 0)
+    if (c->has_burst && brig_cgroup_plan_add(p, err, "cpu.max.burst", "%" PRIu64, c->burst) < 0)
         return -1;
-    if (c->has_idle && plan_add(p, err, "cpu.idle", "%" PRId64, c->idle) < 0)
+    if (c->has_idle && brig_cgroup_plan_add(p, err, "cpu.idle", "%" PRId64, c->idle) < 0)
         return -1;
     return 0;
 }
 
 /* Runs first: cpuset.cpus/mems must be in place before any process joins,
  * or the process starts on CPUs it is not allowed. */
-static int plan_cpuset(struct plan *p, const struct brig_cpu *c, brig_error_t *err)
+int brig_cgroup_plan_cpuset(struct brig_cgroup_plan_list *p, const struct brig_cpu *c,
+                            brig_error_t *err)
 {
-    if (c->cpus && *c->cpus && plan_add(p, err, "cpuset.cpus", "%s", c->cpus) < 0)
+    if (c->cpus && *c->cpus && brig_cgroup_plan_add(p, err, "cpuset.cpus", "%s", c->cpus) < 0)
         return -1;
-    if (c->mems && *c->mems && plan_add(p, err, "cpuset.mems", "%s", c->mems) < 0)
+    if (c->mems && *c->mems && brig_cgroup_plan_add(p, err, "cpuset.mems", "%s", c->mems) < 0)
         return -1;
+    return 0;
+}
+
+int brig_cgroup_plan_check_weight(uint16_t w, const char *field, brig_error_t *err)
+{
+    if (w < 10 || w > 1000)
+        return brig_error_set(err, 0, "linux.resources.blockIO.%s: %u is outside 10-1000", field,
+                              (unsigned) w);
     return 0;
 }
 
 /* blkio.weight 10..1000 onto io.weight 1..10000. */
 static int blkio_weight(uint16_t w, const char *field, uint64_t *out, brig_error_t *err)
 {
-    if (w < 10 || w > 1000)
-        return brig_error_set(err, 0, "linux.resources.blockIO.%s: %u is outside 10-1000", field,
-                              (unsigned) w);
+    if (brig_cgroup_plan_check_weight(w, field, err) < 0)
+        return -1;
     *out = 1 + ((uint64_t) w - 10) * 9999 / 990;
     return 0;
 }
 
-static int check_dev(int64_t major, int64_t minor, const char *field, brig_error_t *err)
+int brig_cgroup_plan_check_dev(int64_t major, int64_t minor, const char *field, brig_error_t *err)
 {
     if (major < 0 || minor < 0 || major > UINT32_MAX || minor > UINT32_MAX)
         return brig_error_set(err, 0, "linux.resources.blockIO.%s: bad device %" PRId64 ":%" PRId64,
@@ -230,17 +258,18 @@ static int check_dev(int64_t major, int64_t minor, const char *field, brig_error
     return 0;
 }
 
-static int plan_throttle(struct plan *p, const struct brig_throttle_list *l, const char *key,
-                         const char *field, brig_error_t *err)
+static int plan_throttle(struct brig_cgroup_plan_list *p, const struct brig_throttle_list *l,
+                         const char *key, const char *field, brig_error_t *err)
 {
     for (size_t i = 0; i < l->n; i++) {
         const struct brig_throttle_device *t = &l->items[i];
-        if (check_dev(t->major, t->minor, field, err) < 0)
+        if (brig_cgroup_plan_check_dev(t->major, t->minor, field, err) < 0)
             return -1;
-        int r = t->rate == 0 ? plan_add(p, err, "io.max", "%" PRId64 ":%" PRId64 " %s=max",
-                                        t->major, t->minor, key)
-                             : plan_add(p, err, "io.max", "%" PRId64 ":%" PRId64 " %s=%" PRIu64,
-                                        t->major, t->minor, key, t->rate);
+        int r = t->rate == 0
+                    ? brig_cgroup_plan_add(p, err, "io.max", "%" PRId64 ":%" PRId64 " %s=max",
+                                           t->major, t->minor, key)
+                    : brig_cgroup_plan_add(p, err, "io.max", "%" PRId64 ":%" PRId64 " %s=%" PRIu64,
+                                           t->major, t->minor, key, t->rate);
         if (r < 0)
             return -1;
     }
@@ -248,22 +277,23 @@ static int plan_throttle(struct plan *p, const struct brig_throttle_list *l, con
 }
 
 /* leafWeight has no v2 equivalent and is ignored, like runc. */
-static int plan_io(struct plan *p, const struct brig_block_io *b, brig_error_t *err)
+static int plan_io(struct brig_cgroup_plan_list *p, const struct brig_block_io *b,
+                   brig_error_t *err)
 {
     uint64_t w = 0;
     if (b->has_weight && b->weight != 0) {
         if (blkio_weight(b->weight, "weight", &w, err) < 0
-            || plan_add(p, err, "io.weight", "default %" PRIu64, w) < 0)
+            || brig_cgroup_plan_add(p, err, "io.weight", "default %" PRIu64, w) < 0)
             return -1;
     }
     for (size_t i = 0; i < b->n_weight_devices; i++) {
         const struct brig_weight_device *d = &b->weight_devices[i];
         if (!d->has_weight)
             continue;
-        if (check_dev(d->major, d->minor, "weightDevice", err) < 0
+        if (brig_cgroup_plan_check_dev(d->major, d->minor, "weightDevice", err) < 0
             || blkio_weight(d->weight, "weightDevice.weight", &w, err) < 0
-            || plan_add(p, err, "io.weight", "%" PRId64 ":%" PRId64 " %" PRIu64, d->major, d->minor,
-                        w)
+            || brig_cgroup_plan_add(p, err, "io.weight", "%" PRId64 ":%" PRId64 " %" PRIu64,
+                                    d->major, d->minor, w)
                    < 0)
             return -1;
     }
@@ -275,7 +305,8 @@ static int plan_io(struct plan *p, const struct brig_block_io *b, brig_error_t *
     return 0;
 }
 
-static int plan_hugetlb(struct plan *p, const struct brig_resources *r, brig_error_t *err)
+int brig_cgroup_plan_hugetlb(struct brig_cgroup_plan_list *p, const struct brig_resources *r,
+                             const char *suffix, brig_error_t *err)
 {
     for (size_t i = 0; i < r->n_hugepage_limits; i++) {
         const struct brig_hugepage_limit *h = &r->hugepage_limits[i];
@@ -287,15 +318,16 @@ static int plan_hugetlb(struct plan *p, const struct brig_resources *r, brig_err
                                   "`%s`",
                                   s);
         cleanup_free char *file = NULL;
-        if (asprintf(&file, "hugetlb.%s.max", s) < 0)
+        if (asprintf(&file, "hugetlb.%s.%s", s, suffix) < 0)
             return brig_error_set(err, ENOMEM, "cgroup plan");
-        if (plan_add(p, err, file, "%" PRIu64, h->limit) < 0)
+        if (brig_cgroup_plan_add(p, err, file, "%" PRIu64, h->limit) < 0)
             return -1;
     }
     return 0;
 }
 
-static int plan_rdma(struct plan *p, const struct brig_resources *r, brig_error_t *err)
+int brig_cgroup_plan_rdma(struct brig_cgroup_plan_list *p, const struct brig_resources *r,
+                          brig_error_t *err)
 {
     for (size_t i = 0; i < r->n_rdma; i++) {
         const struct brig_rdma_limit *l = &r->rdma[i];
@@ -308,7 +340,7 @@ static int plan_rdma(struct plan *p, const struct brig_resources *r, brig_error_
         if (l->has_hca_objects)
             snprintf(objects, sizeof objects, " hca_object=%" PRIu32, l->hca_objects);
         if ((l->has_hca_handles || l->has_hca_objects)
-            && plan_add(p, err, "rdma.max", "%s%s%s", dev, handles, objects) < 0)
+            && brig_cgroup_plan_add(p, err, "rdma.max", "%s%s%s", dev, handles, objects) < 0)
             return -1;
     }
     return 0;
@@ -338,7 +370,8 @@ static bool unified_key_ok(const char *key)
     return false;
 }
 
-static int plan_unified(struct plan *p, const struct brig_kv_list *u, brig_error_t *err)
+static int plan_unified(struct brig_cgroup_plan_list *p, const struct brig_kv_list *u,
+                        brig_error_t *err)
 {
     for (size_t i = 0; i < u->n; i++) {
         const char *key = u->items[i].key ? u->items[i].key : "";
@@ -347,31 +380,38 @@ static int plan_unified(struct plan *p, const struct brig_kv_list *u, brig_error
                                   "linux.resources.unified: key `%s` is not a "
                                   "controller file of this cgroup",
                                   key);
-        if (plan_add(p, err, key, "%s", u->items[i].value ? u->items[i].value : "") < 0)
+        if (brig_cgroup_plan_add(p, err, key, "%s", u->items[i].value ? u->items[i].value : "") < 0)
             return -1;
     }
     return 0;
 }
 
+int brig_cgroup_plan_pids(struct brig_cgroup_plan_list *p, const struct brig_resources *r,
+                          brig_error_t *err)
+{
+    if (!r->has_pids_limit)
+        return 0;
+    if (r->pids_limit <= 0)
+        return brig_cgroup_plan_add(p, err, "pids.max", "max");
+    return brig_cgroup_plan_add(p, err, "pids.max", "%" PRId64, r->pids_limit);
+}
+
 /* net_cls/net_prio (linux.resources.network) are v1 controllers; v2 has no
  * files for them and runc ignores them as well. */
-static int plan_all(struct plan *p, const struct brig_resources *r, brig_error_t *err)
+static int plan_all(struct brig_cgroup_plan_list *p, const struct brig_resources *r,
+                    brig_error_t *err)
 {
-    if (r->cpu && plan_cpuset(p, r->cpu, err) < 0)
+    if (r->cpu && brig_cgroup_plan_cpuset(p, r->cpu, err) < 0)
         return -1;
     if (r->memory && plan_memory(p, r->memory, err) < 0)
         return -1;
-    if (r->has_pids_limit) {
-        int rc = r->pids_limit <= 0 ? plan_add(p, err, "pids.max", "max")
-                                    : plan_add(p, err, "pids.max", "%" PRId64, r->pids_limit);
-        if (rc < 0)
-            return -1;
-    }
+    if (brig_cgroup_plan_pids(p, r, err) < 0)
+        return -1;
     if (r->cpu && plan_cpu(p, r->cpu, err) < 0)
         return -1;
     if (r->block_io && plan_io(p, r->block_io, err) < 0)
         return -1;
-    if (plan_hugetlb(p, r, err) < 0 || plan_rdma(p, r, err) < 0)
+    if (brig_cgroup_plan_hugetlb(p, r, "max", err) < 0 || brig_cgroup_plan_rdma(p, r, err) < 0)
         return -1;
     /* Last, so a unified key overrides what the typed fields wrote. */
     return plan_unified(p, &r->unified, err);
@@ -380,14 +420,8 @@ static int plan_all(struct plan *p, const struct brig_resources *r, brig_error_t
 int brig_cgroup_plan(const struct brig_resources *r, struct brig_cgroup_write **out, size_t *n,
                      brig_error_t *err)
 {
-    struct plan p = { NULL, 0, 0 };
-    if (plan_all(&p, r, err) < 0) {
-        brig_cgroup_plan_free(p.w, p.n);
-        return -1;
-    }
-    *out = p.w;
-    *n = p.n;
-    return 0;
+    struct brig_cgroup_plan_list p = { NULL, 0, 0 };
+    return brig_cgroup_plan_finish(&p, plan_all(&p, r, err), out, n);
 }
 
 void brig_cgroup_plan_free(struct brig_cgroup_write *w, size_t n)
@@ -401,9 +435,11 @@ void brig_cgroup_plan_free(struct brig_cgroup_write *w, size_t n)
 
 /* ---- controllers ------------------------------------------------------------------ */
 
-/* In the order they are enabled; the names are the file prefixes. */
+/* In the order they are enabled; the names are the file prefixes. The v1
+ * plans' own controllers come last (a v1 hierarchy enables nothing). */
 static const char *const known_controllers[] = {
-    "cpuset", "cpu", "io", "memory", "hugetlb", "pids", "rdma", "misc", NULL,
+    "cpuset", "cpu",   "io",      "memory",   "hugetlb", "pids", "rdma",
+    "misc",   "blkio", "net_cls", "net_prio", "devices", NULL,
 };
 
 void brig_cgroup_plan_controllers(const struct brig_cgroup_write *w, size_t n,
@@ -446,22 +482,24 @@ void brig_cgroup_needed_controllers(const struct brig_resources *r, const char *
 void brig_cgroup_needed_by(const struct brig_resources *r, const char *controller, char *buf,
                            size_t size)
 {
-    static const struct {
+    const struct {
         const char *controller, *field;
+        bool present;
     } fields[] = {
-        { "cpuset", "cpu" },
-        { "cpu", "cpu" },
-        { "io", "blockIO" },
-        { "memory", "memory" },
-        { "hugetlb", "hugepageLimits" },
-        { "pids", "pids" },
-        { "rdma", "rdma" },
+        { "cpuset", "cpu", r->cpu != NULL },
+        { "cpu", "cpu", r->cpu != NULL },
+        { "io", "blockIO", r->block_io != NULL },
+        { "blkio", "blockIO", r->block_io != NULL },
+        { "memory", "memory", r->memory != NULL },
+        { "hugetlb", "hugepageLimits", r->n_hugepage_limits > 0 },
+        { "pids", "pids", r->has_pids_limit },
+        { "rdma", "rdma", r->n_rdma > 0 },
+        { "net_cls", "network.classID", r->has_net_class_id },
+        { "net_prio", "network.priorities", r->n_net_priorities > 0 },
+        { "devices", "devices", r->n_devices > 0 },
     };
-    bool present[] = { r->cpu != NULL,    r->cpu != NULL,           r->block_io != NULL,
-                       r->memory != NULL, r->n_hugepage_limits > 0, r->has_pids_limit,
-                       r->n_rdma > 0 };
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-        if (strcmp(fields[i].controller, controller) == 0 && present[i]) {
+        if (strcmp(fields[i].controller, controller) == 0 && fields[i].present) {
             snprintf(buf, size, "linux.resources.%s", fields[i].field);
             return;
         }
@@ -474,5 +512,6 @@ void brig_cgroup_needed_by(const struct brig_resources *r, const char *controlle
             return;
         }
     }
-    snprintf(buf, size, "linux.resources");
+    /* v1 writes the default devices even when the spec lists none. */
+    snprintf(buf, size, "linux.resources%s", strcmp(controller, "devices") == 0 ? ".devices" : "");
 }

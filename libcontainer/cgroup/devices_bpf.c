@@ -31,7 +31,7 @@
 #include "base/cleanup.h"
 
 enum { R0, R1, R2, R3, R4, R5 };
-#define ACC_ALL (BPF_DEVCG_ACC_MKNOD | BPF_DEVCG_ACC_READ | BPF_DEVCG_ACC_WRITE)
+#define ACC_ALL BRIG_DEVICES_ACC_ALL
 
 static struct bpf_insn insn(uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm)
 {
@@ -46,23 +46,16 @@ static struct bpf_insn insn(uint8_t code, uint8_t dst, uint8_t src, int16_t off,
 #define JMP_IMM(op, dst, imm, off) insn(BPF_JMP | (op) | BPF_K, dst, 0, off, imm)
 #define EXIT() insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0)
 
-/* A rule in the form the compiler uses: -1 is a wildcard. */
-struct rule {
-    bool allow;
-    int type; /* BPF_DEVCG_DEV_CHAR, BPF_DEVCG_DEV_BLOCK, or 0 for both */
-    int64_t major, minor;
-    int access; /* BPF_DEVCG_ACC_* bits */
-};
-
 /* What every container gets: null, zero, full, random, urandom, tty, ptmx
  * and the pts devices. */
-static const struct rule default_rules[] = {
+const struct brig_devices_rule brig_devices_default_rules[] = {
     { true, BPF_DEVCG_DEV_CHAR, 1, 3, ACC_ALL }, { true, BPF_DEVCG_DEV_CHAR, 1, 5, ACC_ALL },
     { true, BPF_DEVCG_DEV_CHAR, 1, 7, ACC_ALL }, { true, BPF_DEVCG_DEV_CHAR, 1, 8, ACC_ALL },
     { true, BPF_DEVCG_DEV_CHAR, 1, 9, ACC_ALL }, { true, BPF_DEVCG_DEV_CHAR, 5, 0, ACC_ALL },
     { true, BPF_DEVCG_DEV_CHAR, 5, 2, ACC_ALL }, { true, BPF_DEVCG_DEV_CHAR, 136, -1, ACC_ALL },
 };
-#define N_DEFAULT_RULES (sizeof default_rules / sizeof default_rules[0])
+const size_t brig_devices_n_default_rules = sizeof brig_devices_default_rules
+                                            / sizeof brig_devices_default_rules[0];
 
 static int access_bits(const char *access, int *out)
 {
@@ -82,8 +75,8 @@ static int access_bits(const char *access, int *out)
     return 0;
 }
 
-static int convert_rule(const struct brig_device_rule *in, size_t i, struct rule *out,
-                        brig_error_t *err)
+int brig_devices_rule_read(const struct brig_device_rule *in, size_t i,
+                           struct brig_devices_rule *out, brig_error_t *err)
 {
     const char *t = in->type ? in->type : "a";
     if (strcmp(t, "a") == 0)
@@ -110,6 +103,15 @@ static int convert_rule(const struct brig_device_rule *in, size_t i, struct rule
                               i, in->access);
     out->allow = in->allow;
     return 0;
+}
+
+bool brig_devices_rule_matches(const struct brig_devices_rule *r, int type, int64_t major,
+                               int64_t minor, int access)
+{
+    if ((r->type != 0 && r->type != type) || (r->major >= 0 && r->major != major)
+        || (r->minor >= 0 && r->minor != minor))
+        return false;
+    return r->allow ? (access & ~r->access) == 0 : (access & r->access) != 0;
 }
 
 struct prog {
@@ -147,7 +149,7 @@ static void block_skip_unless(struct block *b, struct bpf_insn jump)
 }
 
 /* The tests a rule or a group makes before its minor: type, access, major. */
-static void block_prefix(struct block *b, const struct rule *r)
+static void block_prefix(struct block *b, const struct brig_devices_rule *r)
 {
     if (r->type != 0)
         block_skip_unless(b, JMP_IMM(BPF_JNE, R2, r->type, 0));
@@ -176,7 +178,7 @@ static int block_finish(struct prog *p, struct block *b, bool allow)
 /* Appends one rule's block; *unconditional tells that it matches every
  * access, so nothing after it could ever run (and the verifier refuses
  * unreachable instructions). */
-static int emit_rule(struct prog *p, const struct rule *r, bool *unconditional)
+static int emit_rule(struct prog *p, const struct brig_devices_rule *r, bool *unconditional)
 {
     struct block b = { .k = 0 };
     block_prefix(&b, r);
@@ -189,7 +191,7 @@ static int emit_rule(struct prog *p, const struct rule *r, bool *unconditional)
 /* Minors a group can hold: bit `minor` of a 32-bit mask. */
 #define GROUP_MINORS 32
 
-static bool same_but_minor(const struct rule *a, const struct rule *b)
+static bool same_but_minor(const struct brig_devices_rule *a, const struct brig_devices_rule *b)
 {
     return a->allow == b->allow && a->type == b->type && a->major == b->major
            && a->access == b->access && a->major >= 0 && a->minor >= 0 && a->minor < GROUP_MINORS
@@ -200,7 +202,7 @@ static bool same_but_minor(const struct rule *a, const struct rule *b)
  * r1 = mask >> minor; match when bit 0 is set. The minor is checked to be
  * below 32 first, which the verifier also wants to see before a shift by
  * a register. */
-static int emit_group(struct prog *p, const struct rule *first, uint32_t minors)
+static int emit_group(struct prog *p, const struct brig_devices_rule *first, uint32_t minors)
 {
     struct block b = { .k = 0 };
     block_prefix(&b, first);
@@ -228,7 +230,7 @@ static int emit_prologue(struct prog *p)
 /* The defaults come after the spec's rules in last-match-wins order, so
  * they take precedence: a spec's usual leading "deny all" must not take
  * /dev/null away (runc appends its allowed devices the same way). */
-static int compile_rules(const struct rule *rules, size_t n, struct prog *p)
+static int compile_rules(const struct brig_devices_rule *rules, size_t n, struct prog *p)
 {
     if (emit_prologue(p) < 0)
         return -1;
@@ -263,15 +265,16 @@ static int compile_rules(const struct rule *rules, size_t n, struct prog *p)
 int brig_ebpf_devices_compile(const struct brig_device_rule *rules, size_t n, bool with_defaults,
                               struct bpf_insn **out, size_t *len, brig_error_t *err)
 {
-    size_t total = n + (with_defaults ? N_DEFAULT_RULES : 0);
-    cleanup_free struct rule *all = calloc(total ? total : 1, sizeof *all);
+    size_t total = n + (with_defaults ? brig_devices_n_default_rules : 0);
+    cleanup_free struct brig_devices_rule *all = calloc(total ? total : 1, sizeof *all);
     if (all == NULL)
         return brig_error_set(err, ENOMEM, "device rules");
     for (size_t i = 0; i < n; i++)
-        if (convert_rule(&rules[i], i, &all[i], err) < 0)
+        if (brig_devices_rule_read(&rules[i], i, &all[i], err) < 0)
             return -1;
     if (with_defaults)
-        memcpy(all + n, default_rules, sizeof default_rules);
+        memcpy(all + n, brig_devices_default_rules,
+               sizeof brig_devices_default_rules[0] * brig_devices_n_default_rules);
     struct prog p = { NULL, 0, 0 };
     if (compile_rules(all, total, &p) < 0) {
         free(p.v);

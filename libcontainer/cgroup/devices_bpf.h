@@ -15,9 +15,41 @@
  *   devices_bpf_cache.c   pinned programs    -> load
  *   devices_bpf_load.c    bpf(2), loading
  *   devices_bpf.c         the compiler       (pure)
- * cgroup.c compiles with the compiler and attaches with the attach step. */
+ * cgroup.c compiles with the compiler and attaches with the attach step;
+ * v1_devices_plan.c reads rules and takes the default devices from the
+ * compiler, so a v1 cgroup's lists mean what the program does. */
 
 /* ---- devices_bpf.c: the compiler --------------------------------------------- */
+
+/* A rule as the compiler and the v1 devices plan (v1_devices_plan.c) read
+ * it: type BPF_DEVCG_DEV_CHAR, BPF_DEVCG_DEV_BLOCK, or 0 for both; -1 is a
+ * wildcard major or minor; access is BPF_DEVCG_ACC_* bits, never 0. */
+struct brig_devices_rule {
+    bool allow;
+    int type;
+    int64_t major, minor;
+    int access;
+};
+#define BRIG_DEVICES_ACC_ALL (BPF_DEVCG_ACC_MKNOD | BPF_DEVCG_ACC_READ | BPF_DEVCG_ACC_WRITE)
+
+/* The devices every container gets (null, zero, full, random, urandom,
+ * tty, ptmx, pts/N), all access allowed, after the spec's rules: the one
+ * list the eBPF program and the v1 devices.allow writes both use. */
+extern const struct brig_devices_rule brig_devices_default_rules[];
+extern const size_t brig_devices_n_default_rules;
+
+/* linux.resources.devices[i], checked and read: type a, c or b (absent is
+ * a), major and minor -1..INT32_MAX (absent is -1), access made of r, w
+ * and m (absent or empty is all three). Errors name devices[i]. */
+int brig_devices_rule_read(const struct brig_device_rule *in, size_t i,
+                           struct brig_devices_rule *out, brig_error_t *err);
+
+/* Whether rule r decides a request for `access` (BPF_DEVCG_ACC_* bits) on
+ * the device type:major:minor: an allow rule when it grants all of it, a
+ * deny rule when it takes any of it away (see brig_ebpf_devices_compile).
+ * The meaning of the program the compiler emits, stated in C. */
+bool brig_devices_rule_matches(const struct brig_devices_rule *r, int type, int64_t major,
+                               int64_t minor, int access);
 
 /* Compiles the rules into instructions. Rules are evaluated like the
  * devices cgroup v1 did: the last matching rule wins; nothing matching is a

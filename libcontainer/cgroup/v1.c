@@ -1,32 +1,396 @@
 #define _GNU_SOURCE
-/* cgroup v1 hierarchies (hybrid and legacy hosts). Work in progress: the
- * operations arrive in the commits that follow. */
-#include "cgroup/backend.h"
+/* cgroup v1 hierarchies on hybrid and legacy hosts: the container gets a
+ * directory of its own in every hierarchy the host mounts (and in a hybrid
+ * host's v2 tree), each placed under the caller's own cgroup there unless
+ * the spec gives an absolute path; its limits are the files of v1_plan.c,
+ * written to the hierarchy that binds each controller. Processes, freezing
+ * and removal are in v1_procs.c, statistics and OOM in v1_stats.c. */
+#include "cgroup/v1_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-static int v1_unsupported(brig_error_t *err)
+#include "base/cleanup.h"
+#include "base/path.h"
+#include "base/utils.h"
+#include "cgroup/devices_bpf.h"
+
+/* ---- the cgroup's directories ---- */
+
+static void v1_free(struct brig_cgroup_v1 *v)
 {
-    return brig_error_set(err, ENOSYS, "cgroup v1: not yet");
+    if (v == NULL)
+        return;
+    for (size_t i = 0; i < v->n; i++) {
+        if (v->dirs[i].fd >= 0)
+            close(v->dirs[i].fd);
+        free(v->dirs[i].path);
+    }
+    free(v->dirs);
+    free(v);
 }
 
-static int v1_create(const char *relative, const struct brig_resources *r, struct brig_cgroup *out,
-                     brig_error_t *err)
+static void v1_close(struct brig_cgroup *cg)
 {
-    (void) relative, (void) r, (void) out;
-    return v1_unsupported(err);
+    v1_free(cg->v1);
+    cg->v1 = NULL;
+    cg->dir_fd = -1; /* the v2 directory's fd is one of the dirs' */
+}
+
+static const struct brig_cgroup_v1_dir *dir_for(const struct brig_cgroup *cg,
+                                                const char *controller)
+{
+    for (size_t i = 0; cg->v1 && i < cg->v1->n; i++)
+        if (brig_cgroup_hierarchy_has(cg->v1->dirs[i].h, controller))
+            return &cg->v1->dirs[i];
+    return NULL;
+}
+
+int brig_cgroup_v1_fd(const struct brig_cgroup *cg, const char *controller)
+{
+    const struct brig_cgroup_v1_dir *d = dir_for(cg, controller);
+    return d ? d->fd : -1;
+}
+
+const char *brig_cgroup_v1_dir_path(const struct brig_cgroup *cg, const char *controller)
+{
+    const struct brig_cgroup_v1_dir *d = dir_for(cg, controller);
+    return d ? d->path : NULL;
+}
+
+/* The path the state file keeps: every directory, each ending in "\n". */
+static int join_paths(const struct brig_cgroup_v1 *v, char **out, brig_error_t *err)
+{
+    size_t len = 1;
+    for (size_t i = 0; i < v->n; i++)
+        len += strlen(v->dirs[i].path) + 1;
+    char *s = malloc(len), *p = s;
+    if (s == NULL)
+        return brig_error_set(err, ENOMEM, "cgroup");
+    for (size_t i = 0; i < v->n; i++)
+        p = stpcpy(stpcpy(p, v->dirs[i].path), "\n");
+    *p = '\0';
+    *out = s;
+    return 0;
+}
+
+/* The hierarchy a directory is in: the one whose mount point it is under
+ * (the longest, for mount points under others). */
+static const struct brig_cgroup_hierarchy *hierarchy_of(
+    const struct brig_cgroup_hierarchy *const *all, const char *dir)
+{
+    const struct brig_cgroup_hierarchy *best = NULL;
+    for (size_t i = 0; all[i]; i++) {
+        size_t len = strlen(all[i]->mountpoint);
+        if (strncmp(dir, all[i]->mountpoint, len) == 0 && dir[len] == '/'
+            && (best == NULL || len > strlen(best->mountpoint)))
+            best = all[i];
+    }
+    return best;
 }
 
 static int v1_open(const char *path, struct brig_cgroup *out, brig_error_t *err)
 {
-    (void) path, (void) out;
-    return v1_unsupported(err);
+    const struct brig_cgroup_hierarchy *const *all = brig_cgroup_v1_hierarchies(err);
+    if (all == NULL)
+        return -1;
+    struct brig_cgroup_v1 *v = calloc(1, sizeof *v);
+    size_t lines = 0;
+    for (const char *p = path; *p; p++)
+        lines += *p == '\n';
+    if (v == NULL || (v->dirs = calloc(lines + 1, sizeof *v->dirs)) == NULL) {
+        free(v);
+        return brig_error_set(err, ENOMEM, "cgroup");
+    }
+    size_t opened = 0;
+    for (const char *p = path; *p;) {
+        size_t len = strcspn(p, "\n");
+        struct brig_cgroup_v1_dir *d = &v->dirs[v->n];
+        d->fd = -1;
+        if ((d->path = strndup(p, len)) == NULL) {
+            v1_free(v);
+            return brig_error_set(err, ENOMEM, "cgroup");
+        }
+        v->n++;
+        p += len + (p[len] == '\n');
+        if ((d->h = hierarchy_of(all, d->path)) == NULL) {
+            int r = brig_error_set(err, ENOENT, "cgroup `%s`: in no hierarchy this host mounts",
+                                   d->path);
+            v1_free(v);
+            return r;
+        }
+        /* A hierarchy removed already (delete half-way) is left closed. */
+        d->fd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        opened += d->fd >= 0;
+    }
+    if (opened == 0) {
+        int saved = v->n ? errno : ENOENT;
+        v1_free(v);
+        return brig_error_set(err, saved, "cgroup: open `%.*s`", (int) strcspn(path, "\n"), path);
+    }
+    out->backend = &brig_cgroup_v1;
+    out->v1 = v;
+    const struct brig_cgroup_v1_dir *u = dir_for(out, "");
+    out->dir_fd = u ? u->fd : -1;
+    if ((out->path = strdup(path)) == NULL)
+        return brig_error_set(err, ENOMEM, "cgroup");
+    return 0;
+}
+
+/* ---- creation ---- */
+
+/* mkdir -p of dir below the mount point; *first_new is the first
+ * directory it made (NULL when all were there), for the undo. */
+static int make_dirs(const char *mountpoint, const char *dir, char **first_new, brig_error_t *err)
+{
+    *first_new = NULL;
+    cleanup_free char *p = strdup(dir);
+    if (p == NULL)
+        return brig_error_set(err, ENOMEM, "cgroup");
+    for (char *s = p + strlen(mountpoint) + 1;; s++) {
+        char *slash = strchr(s, '/');
+        if (slash)
+            *slash = '\0';
+        if (mkdir(p, 0755) == 0) {
+            if (*first_new == NULL && (*first_new = strdup(p)) == NULL)
+                return brig_error_set(err, ENOMEM, "cgroup");
+        } else if (errno != EEXIST) {
+            return brig_error_set(err, errno, "cgroup: create `%s`", p);
+        }
+        if (slash == NULL)
+            return 0;
+        *slash = '/';
+        s = slash;
+    }
+}
+
+/* Removes dir and its parents up to and including first_new. */
+static void undo_dirs(const char *dir, const char *first_new)
+{
+    if (first_new == NULL)
+        return;
+    cleanup_free char *p = strdup(dir);
+    size_t stop = strlen(first_new);
+    while (p && strlen(p) >= stop) {
+        rmdir(p);
+        char *slash = strrchr(p, '/');
+        if (slash == NULL)
+            break;
+        *slash = '\0';
+    }
+}
+
+static int copy_cpuset(const char *dir, brig_error_t *err)
+{
+    static const char *const files[] = { "cpuset.cpus", "cpuset.mems" };
+    cleanup_close int child = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    cleanup_close int parent = openat(child, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (child < 0 || parent < 0)
+        return brig_error_set(err, errno, "cgroup: open `%s`", dir);
+    for (size_t i = 0; i < 2; i++) {
+        cleanup_free char *value = NULL;
+        if (brig_read_file_at(parent, files[i], &value, NULL, err) < 0)
+            return brig_error_wrap(err, "cgroup `%s`", dir);
+        if (*value != '\n' && *value != '\0'
+            && brig_cgroup_v1_write(child, dir, files[i], value, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* cpuset.cpus and .mems start empty in a new cpuset cgroup, and an empty
+ * one takes no process: each new level copies its parent's. */
+static int cpuset_inherit(const char *dir, const char *first_new, brig_error_t *err)
+{
+    size_t from = strlen(first_new);
+    cleanup_free char *p = strdup(dir);
+    if (p == NULL)
+        return brig_error_set(err, ENOMEM, "cgroup");
+    /* Each level from first_new down, parents first. */
+    for (char *end = p + from;; end = strchrnul(end + 1, '/')) {
+        char saved = *end;
+        *end = '\0';
+        if (copy_cpuset(p, err) < 0)
+            return -1;
+        *end = saved;
+        if (saved == '\0')
+            break;
+    }
+    return 0;
+}
+
+struct made {
+    char *first_new; /* per directory: what to remove on failure */
+};
+
+static int make_one(struct brig_cgroup_v1_dir *d, struct made *m, bool *existed, brig_error_t *err)
+{
+    if (make_dirs(d->h->mountpoint, d->path, &m->first_new, err) < 0)
+        return -1;
+    *existed = m->first_new == NULL;
+    if (m->first_new && brig_cgroup_hierarchy_has(d->h, "cpuset")
+        && cpuset_inherit(d->path, m->first_new, err) < 0)
+        return -1;
+    d->fd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (d->fd < 0)
+        return brig_error_set(err, errno, "cgroup: open `%s`", d->path);
+    if (*existed) {
+        cleanup_free char *procs = NULL;
+        if (brig_read_file_at(d->fd, "cgroup.procs", &procs, NULL, err) < 0)
+            return brig_error_wrap(err, "cgroup `%s`", d->path);
+        if (*procs)
+            return brig_error_set(err, EEXIST, "cgroup `%s` already has processes", d->path);
+    }
+    return 0;
+}
+
+/* The directory in every hierarchy: cgroupsPath resolved against the
+ * caller's own cgroup there. */
+static int plan_dirs(const char *cgroups_path, const char *id, struct brig_cgroup_v1 *v,
+                     brig_error_t *err)
+{
+    const struct brig_cgroup_hierarchy *const *all = brig_cgroup_v1_hierarchies(err);
+    if (all == NULL)
+        return -1;
+    size_t n = 0;
+    while (all[n])
+        n++;
+    if ((v->dirs = calloc(n, sizeof *v->dirs)) == NULL)
+        return brig_error_set(err, ENOMEM, "cgroup");
+    for (size_t i = 0; i < n; i++) {
+        cleanup_free char *rel = NULL;
+        struct brig_cgroup_v1_dir *d = &v->dirs[v->n];
+        if (brig_cgroup_path_resolve_under(cgroups_path, id, all[i]->own, &rel, err) < 0)
+            return -1;
+        if (strpbrk(rel, "\n\r") != NULL)
+            return brig_error_set(err, 0, "cgroup path `%s`: has a line break", rel);
+        if (asprintf(&d->path, "%s/%s", all[i]->mountpoint, rel) < 0)
+            return brig_error_set(err, ENOMEM, "cgroup");
+        d->h = all[i];
+        d->fd = -1;
+        v->n++;
+    }
+    return 0;
+}
+
+static void undo_made(struct brig_cgroup_v1 *v, struct made *m)
+{
+    for (size_t i = 0; i < v->n; i++) {
+        if (v->dirs[i].fd >= 0)
+            close(v->dirs[i].fd);
+        v->dirs[i].fd = -1;
+        undo_dirs(v->dirs[i].path, m[i].first_new);
+    }
+}
+
+static int make_all(struct brig_cgroup_v1 *v, struct made *m, brig_error_t *err)
+{
+    for (size_t i = 0; i < v->n; i++) {
+        bool existed;
+        if (make_one(&v->dirs[i], &m[i], &existed, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int create_cgroup(const char *cgroups_path, const char *id, const struct brig_resources *r,
+                         struct brig_cgroup *out, brig_error_t *err)
+{
+    *out = (struct brig_cgroup) BRIG_CGROUP_INIT;
+    /* Everything asked for is checked before anything is made. */
+    if (brig_cgroup_v1_check(r, err) < 0)
+        return -1;
+    struct brig_cgroup_v1 *v = calloc(1, sizeof *v);
+    if (v == NULL)
+        return brig_error_set(err, ENOMEM, "cgroup");
+    out->v1 = v;
+    out->backend = &brig_cgroup_v1;
+    struct made *m = NULL;
+    int rc = plan_dirs(cgroups_path, id, v, err);
+    if (rc == 0 && (m = calloc(v->n, sizeof *m)) == NULL)
+        rc = brig_error_set(err, ENOMEM, "cgroup");
+    if (rc == 0)
+        rc = make_all(v, m, err);
+    const struct brig_cgroup_v1_dir *u = rc == 0 ? dir_for(out, "") : NULL;
+    out->dir_fd = u ? u->fd : -1;
+    if (rc == 0)
+        rc = brig_cgroup_v1_apply_all(out, r, true, err);
+    if (rc == 0)
+        rc = join_paths(v, &out->path, err);
+    if (rc < 0 && m)
+        undo_made(v, m);
+    for (size_t i = 0; m && i < v->n; i++)
+        free(m[i].first_new);
+    free(m);
+    if (rc < 0)
+        brig_cgroup_close(out);
+    return rc;
+}
+
+static int v1_create(const char *cgroups_path, const char *id, const struct brig_resources *r,
+                     struct brig_cgroup *out, brig_error_t *err)
+{
+    return create_cgroup(cgroups_path, id, r, out, err);
+}
+
+static int v1_apply(const struct brig_cgroup *cg, const struct brig_resources *r, brig_error_t *err)
+{
+    if (brig_cgroup_v1_check(r, err) < 0)
+        return -1;
+    return brig_cgroup_v1_apply_all(cg, r, r->n_devices > 0, err);
+}
+
+/* The device rules went in with the cgroup (list writes cost nothing like
+ * a verifier run); nothing is left to attach. */
+static int v1_devices_attach(const struct brig_cgroup *cg, const struct brig_devices_program *p,
+                             brig_error_t *err)
+{
+    (void) cg, (void) p, (void) err;
+    return 0;
 }
 
 static int v1_clone_fd(const struct brig_cgroup *cg)
 {
     (void) cg;
-    return -1;
+    return -1; /* clone3 reaches one hierarchy: the runtime places it */
+}
+
+static int v1_open_sub(const struct brig_cgroup *cg, const char *sub, struct brig_cgroup *out,
+                       brig_error_t *err)
+{
+    cleanup_free char *clean = brig_path_clean(sub);
+    if (clean == NULL)
+        return brig_error_set(err, ENOMEM, "sub-cgroup `%s`", sub);
+    if (strpbrk(clean, "\n\r") != NULL)
+        return brig_error_set(err, 0, "sub-cgroup `%s`: has a line break", sub);
+    /* Cleaned as an absolute path, ".." can't climb above the container's
+     * cgroup. */
+    const char *rel = clean[0] == '/' ? clean + 1 : clean;
+    cleanup_free char *path = NULL;
+    size_t len = 0;
+    cleanup_file FILE *f = open_memstream(&path, &len);
+    if (f == NULL)
+        return brig_error_set(err, ENOMEM, "sub-cgroup");
+    for (size_t i = 0; i < cg->v1->n; i++) {
+        const struct brig_cgroup_v1_dir *d = &cg->v1->dirs[i];
+        cleanup_free char *dir = NULL;
+        if (asprintf(&dir, "%s/%s", d->path, rel) < 0)
+            return brig_error_set(err, ENOMEM, "sub-cgroup");
+        bool made = *rel && mkdir(dir, 0755) == 0;
+        if (*rel && !made && errno != EEXIST)
+            return brig_error_set(err, errno, "create sub-cgroup `%s`", dir);
+        if (made && brig_cgroup_hierarchy_has(d->h, "cpuset") && cpuset_inherit(dir, dir, err) < 0)
+            return -1;
+        fprintf(f, "%s\n", dir);
+    }
+    if (fclose(brig_steal_ptr(f)) != 0)
+        return brig_error_set(err, ENOMEM, "sub-cgroup");
+    return v1_open(path, out, err);
 }
 
 const struct brig_cgroup_backend brig_cgroup_v1 = {
@@ -34,5 +398,16 @@ const struct brig_cgroup_backend brig_cgroup_v1 = {
     .create = v1_create,
     .create_without_devices = v1_create,
     .open = v1_open,
+    .apply = v1_apply,
+    .devices_attach = v1_devices_attach,
+    .add_pid = brig_cgroup_v1_add_pid,
+    .freeze = brig_cgroup_v1_freeze,
+    .is_frozen = brig_cgroup_v1_is_frozen,
+    .pids = brig_cgroup_v1_pids,
+    .signal_all = brig_cgroup_v1_signal_all,
+    .kill_all = brig_cgroup_v1_kill_all,
+    .destroy = brig_cgroup_v1_destroy,
     .clone_fd = v1_clone_fd,
+    .open_sub = v1_open_sub,
+    .close = v1_close,
 };

@@ -419,16 +419,30 @@ static int create_cgroup(const char *relative, const struct brig_resources *r, b
     return 0;
 }
 
-static int v2_create(const char *relative, const struct brig_resources *r, struct brig_cgroup *out,
-                     brig_error_t *err)
+/* cgroupsPath placed from the caller's own cgroup (brig_cgroup_path_resolve). */
+static int create_for(const char *cgroups_path, const char *id, const struct brig_resources *r,
+                      bool devices, struct brig_cgroup *out, brig_error_t *err)
 {
-    return create_cgroup(relative, r, true, out, err);
+    cleanup_free char *own = brig_cgroup_own();
+    cleanup_free char *relative = NULL;
+    if (own == NULL)
+        return brig_error_set(err, ENOMEM, "cgroup");
+    if (brig_cgroup_path_resolve(cgroups_path, id, own, &relative, err) < 0)
+        return -1;
+    return create_cgroup(relative, r, devices, out, err);
 }
 
-static int v2_create_without_devices(const char *relative, const struct brig_resources *r,
-                                     struct brig_cgroup *out, brig_error_t *err)
+static int v2_create(const char *cgroups_path, const char *id, const struct brig_resources *r,
+                     struct brig_cgroup *out, brig_error_t *err)
 {
-    return create_cgroup(relative, r, false, out, err);
+    return create_for(cgroups_path, id, r, true, out, err);
+}
+
+static int v2_create_without_devices(const char *cgroups_path, const char *id,
+                                     const struct brig_resources *r, struct brig_cgroup *out,
+                                     brig_error_t *err)
+{
+    return create_for(cgroups_path, id, r, false, out, err);
 }
 
 static int v2_open(const char *path, struct brig_cgroup *out, brig_error_t *err)

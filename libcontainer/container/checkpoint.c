@@ -15,6 +15,7 @@
 #include <yajl/yajl_gen.h>
 
 #include "base/cleanup.h"
+#include "cgroup/cgroup.h"
 #include "container/container.h"
 #include "container/handler.h"
 #include "rootfs/mounts.h"
@@ -367,7 +368,11 @@ static int dump(const struct brig_checkpoint_options *o, int dir_fd, const struc
         if (criu_local_set_root(c.opts, st->rootfs) < 0)
             r = brig_error_set(err, ENOMEM, "criu root");
     }
-    if (r == 0 && *st->cgroup_path && criu_local_set_freeze_cgroup(c.opts, st->cgroup_path) < 0)
+    cleanup_cgroup struct brig_cgroup cg = BRIG_CGROUP_INIT;
+    if (r == 0 && *st->cgroup_path && brig_cgroup_open(st->cgroup_path, &cg, err) < 0)
+        r = -1;
+    const char *freezer = cg.path ? brig_cgroup_freezer_dir(&cg) : NULL;
+    if (r == 0 && freezer && criu_local_set_freeze_cgroup(c.opts, (char *) freezer) < 0)
         r = brig_error_set(err, ENOMEM, "criu freeze cgroup");
     if (r == 0)
         r = brig_criu_add_bind_mounts(&c, spec, NULL, err);

@@ -256,6 +256,18 @@ static int signal_all(const struct brig_state *st, int sig, brig_error_t *err)
     return 0;
 }
 
+/* A process frozen by a v1 freezer holds SIGKILL back until it thaws (v2
+ * kills frozen processes): a paused container that is killed is thawed. */
+static void thaw_to_die(const struct brig_state *st)
+{
+    cleanup_cgroup struct brig_cgroup cg = BRIG_CGROUP_INIT;
+    brig_error_t ignored = NULL;
+    if (*st->cgroup_path && brig_cgroup_open(st->cgroup_path, &cg, &ignored) == 0
+        && brig_cgroup_is_frozen(&cg))
+        brig_cgroup_freeze(&cg, false, &ignored);
+    brig_error_release(&ignored);
+}
+
 static int signal_container(const struct brig_state *st, int sig, bool all, brig_error_t *err)
 {
     cleanup_close int pidfd = init_pidfd(st);
@@ -269,6 +281,8 @@ static int signal_container(const struct brig_state *st, int sig, bool all, brig
     /* SIGKILL to the init of a pid namespace takes every process in it. */
     if (syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) < 0 && errno != ESRCH)
         return brig_error_set(err, errno, "signal container `%s`", st->id);
+    if (sig == SIGKILL)
+        thaw_to_die(st);
     /* After a signal meant to end it, give the init a moment to be gone,
      * so `kill c1 KILL && delete c1` finds it stopped. */
     if (sig == SIGKILL)

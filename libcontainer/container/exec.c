@@ -162,9 +162,17 @@ static void leave_for_children(int back[2])
     }
 }
 
+static int wait_placed(int sync_fd, brig_error_t *err)
+{
+    cleanup_free struct brig_sync_msg *msg = malloc(sizeof *msg);
+    if (msg == NULL)
+        return brig_error_set(err, ENOMEM, "exec");
+    return brig_sync_expect(sync_fd, BRIG_SYNC_CGROUP_DONE, msg, err);
+}
+
 static __attribute__((noreturn)) void exec_child(const struct exec_ctx *x,
                                                  const struct brig_ns_join *join, bool direct,
-                                                 int sync_fd)
+                                                 bool wait_cgroup, int sync_fd)
 {
     brig_error_t err = NULL;
     /* Inside the container's namespaces but still the brig binary: not
@@ -177,6 +185,11 @@ static __attribute__((noreturn)) void exec_child(const struct exec_ctx *x,
      * a process frozen before exec (--ignore-paused) would hold it for
      * ever and block `resume`. */
     close(x->lock_fd);
+    /* Placed by the runtime (v1 hierarchies): nothing runs before that. */
+    if (wait_cgroup && wait_placed(sync_fd, &err) < 0) {
+        brig_sync_report_error(sync_fd, err);
+        _exit(1);
+    }
     if (x->o->stdio && brig_process_take_stdio(x->o->stdio, &err) < 0) {
         brig_sync_report_error(sync_fd, err);
         _exit(1);
@@ -275,9 +288,12 @@ static int spawn(const struct exec_ctx *x, bool paused, pid_t *pid, brig_error_t
         placed = false;
         child = brig_clone_fork(0); /* old kernel: joined below, before it execs */
     }
+    /* Not cloned into it, and the cgroup isn't frozen: the runtime places
+     * the child before it does anything (its children inherit that). */
+    bool place_now = managed == 0 && !placed && !paused;
     if (child == 0) {
         close(sync_fd);
-        exec_child(x, &join, direct, child_fd);
+        exec_child(x, &join, direct, place_now, child_fd);
     }
     int saved = errno;
     leave_for_children(back);
@@ -289,8 +305,12 @@ static int spawn(const struct exec_ctx *x, bool paused, pid_t *pid, brig_error_t
         return brig_error_set(err, saved, "clone");
     int master = -1;
     *pid = direct ? child : 0;
-    int r = drive_exec(x, sync_fd, child, pid, &master, err);
-    if (r == 0 && managed == 0 && !placed && *pid > 0
+    int r = place_now ? brig_cgroup_add_pid(&cgroup, child, err) : 0;
+    if (r == 0 && place_now)
+        r = brig_sync_send(sync_fd, BRIG_SYNC_CGROUP_DONE, 0, NULL, err);
+    if (r == 0)
+        r = drive_exec(x, sync_fd, child, pid, &master, err);
+    if (r == 0 && managed == 0 && !placed && !place_now && *pid > 0
         && brig_cgroup_add_pid(&cgroup, *pid, err) < 0) {
         /* ESRCH: a short-lived process is already gone, nothing to move. */
         if ((*err)->errnum == ESRCH)

@@ -103,37 +103,13 @@ static int new_state(const struct brig_create_options *o, const struct brig_spec
     return resolve_paths(o, spec, &st->bundle, &st->rootfs, err);
 }
 
-char *brig_container_own_cgroup(void)
-{
-    cleanup_free char *text = NULL;
-    brig_error_t ignored = NULL;
-    if (brig_read_file("/proc/self/cgroup", &text, NULL, &ignored) < 0) {
-        brig_error_release(&ignored);
-        return strdup("/");
-    }
-    for (char *line = text; line && *line;) {
-        char *nl = strchr(line, '\n');
-        if (nl)
-            *nl = '\0';
-        if (strncmp(line, "0::", 3) == 0)
-            return strdup(line + 3);
-        line = nl ? nl + 1 : NULL;
-    }
-    return strdup("/");
-}
-
 /* The cgroup with the spec's limits and device rules. */
 static int setup_cgroup(const struct brig_create_options *o, const struct brig_spec *spec,
                         struct brig_cgroup *cg, struct brig_devices_program *deferred,
                         brig_error_t *err)
 {
     const struct brig_linux *l = spec->linux_;
-    cleanup_free char *mine = brig_container_own_cgroup();
-    cleanup_free char *relative = NULL;
-    if (mine == NULL)
-        return brig_error_set(err, ENOMEM, "cgroup");
-    if (brig_cgroup_path_resolve(l ? l->cgroups_path : NULL, o->id, mine, &relative, err) < 0)
-        return -1;
+    const char *cgroups_path = l ? l->cgroups_path : NULL;
     /* The devices the spec creates are allowed to the container, on top of
      * the rules in linux.resources.devices (what users of runc expect). */
     struct brig_resources res = { 0 };
@@ -165,11 +141,11 @@ static int setup_cgroup(const struct brig_create_options *o, const struct brig_s
     res.devices = rules;
     res.n_devices = n;
     if (deferred == NULL)
-        return brig_cgroup_create(relative, &res, cg, err);
+        return brig_cgroup_create(cgroups_path, o->id, &res, cg, err);
     /* Compiled (so checked) now, attached by the caller later. */
     if (brig_cgroup_devices_compile(&res, deferred, err) < 0)
         return -1;
-    return brig_cgroup_create_without_devices(relative, &res, cg, err);
+    return brig_cgroup_create_without_devices(cgroups_path, o->id, &res, cg, err);
 }
 
 /* ---- the steps, and their undo ---- */

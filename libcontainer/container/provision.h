@@ -55,6 +55,5 @@ int brig_container_load_spec_for(int dir_fd, const struct brig_handler *h, struc
 
 /* The caller's own cgroup v2 path, from the "0::" line of /proc/self/cgroup
  * ("/" when unknown). Caller frees. */
-char *brig_container_own_cgroup(void);
 
 #endif

@@ -96,18 +96,17 @@ static int make_mountpoints(const struct brig_spec *spec, const char *rootfs, co
     return 0;
 }
 
-/* The cgroup criu puts the restored tree in, relative to the hierarchy's
- * root ("/brig/c2"), as --cgroup-root wants it. */
-static int set_cgroup_root(struct brig_criu *c, const char *cgroup_path, brig_error_t *err)
+static int add_cg_root(void *data, const char *controllers, const char *root)
 {
-    const char *root = brig_cgroup_root(err);
-    if (root == NULL)
-        return -1;
-    size_t n = strlen(root);
-    const char *rel = strncmp(cgroup_path, root, n) == 0 ? cgroup_path + n : cgroup_path;
-    if (criu_local_add_cg_root(c->opts, NULL, *rel ? rel : "/") < 0)
-        return brig_error_set(err, ENOMEM, "criu cgroup root");
-    return 0;
+    struct brig_criu *c = data;
+    return criu_local_add_cg_root(c->opts, (char *) controllers, (char *) root);
+}
+
+/* The cgroup criu puts the restored tree in, in each hierarchy, relative
+ * to its root ("/brig/c2"), as --cgroup-root wants it. */
+static int set_cgroup_root(struct brig_criu *c, const struct brig_cgroup *cg, brig_error_t *err)
+{
+    return brig_cgroup_each_root(cg, add_cg_root, c, err);
 }
 
 /* With --manage-cgroups-mode ignore criu moves no process: criu swrk, and
@@ -116,14 +115,7 @@ static int set_cgroup_root(struct brig_criu *c, const char *cgroup_path, brig_er
  * restored tree already fills.) *back is where the caller returns to. */
 static int enter_cgroup(const struct brig_cgroup *cg, struct brig_cgroup *back, brig_error_t *err)
 {
-    const char *root = brig_cgroup_root(err);
-    cleanup_free char *mine = brig_container_own_cgroup();
-    cleanup_free char *path = NULL;
-    if (root == NULL)
-        return -1;
-    if (mine == NULL || asprintf(&path, "%s%s", root, strcmp(mine, "/") == 0 ? "" : mine) < 0)
-        return brig_error_set(err, ENOMEM, "cgroup");
-    if (brig_cgroup_open(path, back, err) < 0)
+    if (brig_cgroup_open_own(back, err) < 0)
         return -1;
     return brig_cgroup_add_pid(cg, getpid(), err);
 }
@@ -139,7 +131,7 @@ struct restore_run {
     bool root_mounted;
 };
 
-static int prepare_criu(struct restore_run *rr, brig_error_t *err)
+static int prepare_criu(struct restore_run *rr, const struct brig_cgroup *cg, brig_error_t *err)
 {
     struct brig_criu *c = &rr->criu;
     if (inherit_stdio(c, err) < 0)
@@ -157,7 +149,7 @@ static int prepare_criu(struct restore_run *rr, brig_error_t *err)
         if (criu_local_add_inherit_fd(c->opts, rr->netns_fd, EXT_NETNS_KEY) < 0)
             return brig_error_set(err, ENOMEM, "network namespace");
     }
-    if (*rr->st->cgroup_path && set_cgroup_root(c, rr->st->cgroup_path, err) < 0)
+    if (cg->path && set_cgroup_root(c, cg, err) < 0)
         return -1;
     /* criu wants a root of its own to pivot into; a bind of the rootfs in the
      * state dir (on /run, never inside the bundle) is left when it is done. */
@@ -194,7 +186,7 @@ static int run_criu(struct restore_run *rr, struct provision *p, pid_t *pid, bri
         rr->criu_root = NULL;
         return brig_error_set(err, ENOMEM, "restore");
     }
-    int r = prepare_criu(rr, err);
+    int r = prepare_criu(rr, &p->cgroup, err);
     cleanup_cgroup struct brig_cgroup back = BRIG_CGROUP_INIT;
     if (r == 0 && p->cgroup.path && o->criu.cg_mode == BRIG_CG_MODE_IGNORE)
         r = enter_cgroup(&p->cgroup, &back, err);

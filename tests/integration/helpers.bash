@@ -336,9 +336,27 @@ has_controller() {
 	grep -qw "$1" "$(cgroup_v2_root)/cgroup.controllers"
 }
 
-# container_cgroup ID: the absolute cgroup directory brig recorded for it.
+# container_cgroup ID [CONTROLLER]: the absolute cgroup directory brig
+# recorded for it. On v1 and hybrid hosts brig records one directory per
+# hierarchy (a line each): the one that binds CONTROLLER ("memory",
+# "freezer"), or without one the hybrid host's v2 directory, else the first.
 container_cgroup() {
-	jq -r '.cgroupPath' "$ROOT/$1/state.json"
+	jq -r '.cgroupPath' "$ROOT/$1/state.json" | awk -v c="${2:-}" '
+		function binds(path,    rest, k, names, i) {
+			rest = substr(path, length("/sys/fs/cgroup/") + 1)
+			k = split(substr(rest, 1, index(rest "/", "/") - 1), names, ",")
+			for (i = 1; i <= k; i++) if (names[i] == c) return 1
+			return 0
+		}
+		NF { n++; line[n] = $0 }
+		NF && c != "" && binds($0) { print; found = 1; exit }
+		NF && c == "" && $0 ~ "^/sys/fs/cgroup/unified/" { print; found = 1; exit }
+		END { if (!found && n) print line[1] }'
+}
+
+# True on a host whose cgroups are v1 hierarchies (hybrid or legacy).
+cgroup_is_v1() {
+	[ "$(stat -f -c %T /sys/fs/cgroup)" != cgroup2fs ]
 }
 
 # ------------------------------------------------------ host programs ----

@@ -4,6 +4,7 @@
 #define BRIG_UNIT_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int unit_run, unit_failed;
@@ -27,6 +28,16 @@ static int unit_run, unit_failed;
         if (!_ok)                                                                            \
             printf("#   got \"%s\", want \"%s\"\n", _g ? _g : "(null)", _w ? _w : "(null)"); \
     } while (0)
+
+/* An error text "ERROR: message" with `part` in it; frees `got`. */
+static inline void unit_check_error(const char *name, char *got, const char *part)
+{
+    int ok = got && strncmp(got, "ERROR: ", 7) == 0 && strstr(got, part);
+    CHECK(ok, name);
+    if (!ok)
+        printf("#   got \"%s\", want an error with \"%s\"\n", got, part);
+    free(got);
+}
 
 static inline int unit_done(void)
 {

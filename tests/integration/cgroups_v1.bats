@@ -1,0 +1,287 @@
+#!/usr/bin/env bats
+# cgroup v1 hierarchies (hybrid and legacy hosts): where the container's
+# cgroups go, the limits in each hierarchy's files and what the kernel
+# does with them, pause through the freezer, ps, kill --all, events,
+# device lists, update, and clean-up. `make check` runs this file on the
+# host when its cgroups are v1 (the development and CI hosts are hybrid);
+# cgroups.bats and cgroups_limits.bats cover v2 in the VM.
+
+load helpers
+
+setup() {
+	cgroup_is_v1 || fail "this host's cgroups are v2: cgroups_v1.bats is for v1 and hybrid hosts"
+	setup_bundle
+}
+
+# v1_dir ID CONTROLLER: the container's directory in that hierarchy.
+v1_dir() {
+	container_cgroup "$1" "$2"
+}
+
+# own_cgroup CONTROLLER: this shell's cgroup in that hierarchy.
+own_cgroup() {
+	awk -F: -v c="$1" '{ n = split($2, names, ","); for (i = 1; i <= n; i++) if (names[i] == c) print $3 }' /proc/self/cgroup
+}
+
+@test "v1: the container has a directory in every hierarchy, nested under the caller's own" {
+	set_args sleep 100
+	brig_detached run -d "$CID"
+	pid=$(container_pid "$CID")
+	n=0
+	for h in memory pids cpu cpuset devices freezer blkio; do
+		dir=$(v1_dir "$CID" "$h")
+		[ -n "$dir" ] || fail "no $h directory recorded"
+		own=$(own_cgroup "$h")
+		mount=$(awk -v c="$h" '$9 == "cgroup" { n = split($NF, o, ","); for (i = 1; i <= n; i++) if (o[i] == c) print $5 }' /proc/self/mountinfo | head -1)
+		[ "$dir" = "$mount${own%/}/brig/$CID" ] || fail "$h: $dir is not under $mount$own"
+		grep -qx "$pid" "$dir/cgroup.procs" || fail "init not in $dir"
+		n=$((n + 1))
+	done
+	[ "$n" = 7 ]
+	# The init sees its own cgroup as / in its cgroup namespace.
+	grep -q ":memory:/$" "/proc/$pid/cgroup" || true
+}
+
+@test "v1: an absolute cgroupsPath is taken from each hierarchy's root" {
+	update_config '.linux.cgroupsPath = $p' --arg p "/brigtest/$CID"
+	set_args sleep 100
+	brig_detached run -d "$CID"
+	[ "$(v1_dir "$CID" pids)" = "/sys/fs/cgroup/pids/brigtest/$CID" ]
+	[ -d "/sys/fs/cgroup/memory/brigtest/$CID" ]
+	brig delete -f "$CID"
+	for h in /sys/fs/cgroup/*/; do
+		[ ! -e "$h/brigtest/$CID" ] || fail "left behind: $h/brigtest/$CID"
+		rmdir "$h/brigtest" 2>/dev/null || true
+	done
+}
+
+@test "v1: a relative cgroupsPath nests under the caller's cgroup in each hierarchy" {
+	update_config '.linux.cgroupsPath = $p' --arg p "rel/$CID"
+	set_args sleep 100
+	brig_detached run -d "$CID"
+	own=$(own_cgroup memory)
+	[ "$(v1_dir "$CID" memory)" = "/sys/fs/cgroup/memory${own%/}/rel/$CID" ]
+	brig delete -f "$CID"
+	rmdir "/sys/fs/cgroup/memory${own%/}/rel" /sys/fs/cgroup/pids/rel 2>/dev/null || true
+}
+
+@test "v1: memory, swap, pids, cpu and cpuset limits are in the hierarchies' files" {
+	update_config '.linux.resources.memory = {limit: 67108864, swap: 134217728, reservation: 33554432, swappiness: 10}
+		| .linux.resources.pids = {limit: 20}
+		| .linux.resources.cpu = {shares: 512, quota: 20000, period: 100000, cpus: "0", mems: "0"}'
+	set_args sleep 100
+	brig_detached run -d "$CID"
+	mem=$(v1_dir "$CID" memory)
+	[ "$(cat "$mem/memory.limit_in_bytes")" = 67108864 ]
+	[ "$(cat "$mem/memory.memsw.limit_in_bytes")" = 134217728 ]
+	[ "$(cat "$mem/memory.soft_limit_in_bytes")" = 33554432 ]
+	[ "$(cat "$mem/memory.swappiness")" = 10 ]
+	[ "$(cat "$(v1_dir "$CID" pids)/pids.max")" = 20 ]
+	cpu=$(v1_dir "$CID" cpu)
+	[ "$(cat "$cpu/cpu.shares")" = 512 ]
+	[ "$(cat "$cpu/cpu.cfs_quota_us")" = 20000 ]
+	[ "$(cat "$cpu/cpu.cfs_period_us")" = 100000 ]
+	cpuset=$(v1_dir "$CID" cpuset)
+	[ "$(cat "$cpuset/cpuset.cpus")" = 0 ]
+	[ "$(cat "$cpuset/cpuset.mems")" = 0 ]
+}
+
+@test "v1: a memory limit OOM-kills a process that allocates past it, and events reports it" {
+	update_config '.linux.resources.memory = {limit: 33554432, swap: 33554432}'
+	mkdir -p "$BATS_TEST_TMPDIR/out"
+	add_bind_mount "$BATS_TEST_TMPDIR/out" /out
+	set_args sh -c 'sleep 3; head -c 67108864 /dev/zero | tail >/dev/null; echo "status=$?" >/out/status; sleep 100'
+	brig_detached run -d "$CID"
+	mem=$(v1_dir "$CID" memory)
+	timeout 30 "$BRIG" --root "$ROOT" events --interval 1s "$CID" >"$BATS_TEST_TMPDIR/events" &
+	events_pid=$!
+	wait_for_file "$BATS_TEST_TMPDIR/out/status"
+	grep -q "status=137" "$BATS_TEST_TMPDIR/out/status" || fail "tail was not killed: $(cat "$BATS_TEST_TMPDIR/out/status")"
+	grep -q "^oom_kill [1-9]" "$mem/memory.oom_control"
+	for _ in $(seq 50); do
+		grep -q '"type":"oom"' "$BATS_TEST_TMPDIR/events" && break
+		sleep 0.2
+	done
+	kill "$events_pid" 2>/dev/null || true
+	grep -q "{\"type\":\"oom\",\"id\":\"$CID\"}" "$BATS_TEST_TMPDIR/events" || fail "events: $(cat "$BATS_TEST_TMPDIR/events")"
+	[ "$(container_status "$CID")" = running ]
+}
+
+@test "v1: a pids limit stops a fork bomb" {
+	update_config '.linux.resources.pids = {limit: 20}'
+	set_args sh -c 'sh -c "for i in \$(seq 100); do sleep 300 & done" 2>/dev/null; exec sleep 300'
+	brig_detached run -d "$CID"
+	sleep 3
+	n=$(brig ps -f json "$CID" | jq length)
+	[ "$n" -le 20 ] || fail "$n processes past a limit of 20"
+	[ "$n" -ge 10 ] || fail "only $n processes: the loop did not run"
+	[ "$(cat "$(v1_dir "$CID" pids)/pids.current")" -le 20 ]
+}
+
+@test "v1: a cpu quota holds a busy loop within 20%" {
+	update_config '.linux.resources.cpu = {quota: 20000, period: 100000}'
+	set_args sh -c 'while :; do :; done'
+	brig_detached run -d "$CID"
+	acct=$(v1_dir "$CID" cpuacct)
+	u0=$(cat "$acct/cpuacct.usage")
+	t0=$(date +%s%N)
+	sleep 5
+	u1=$(cat "$acct/cpuacct.usage")
+	t1=$(date +%s%N)
+	share=$(((u1 - u0) * 100 / (t1 - t0)))
+	[ "$share" -ge 16 ] && [ "$share" -le 24 ] || fail "busy loop used $share% of a cpu, quota 20%"
+}
+
+@test "v1: pause freezes through the freezer and resume thaws" {
+	mkdir -p "$BATS_TEST_TMPDIR/count"
+	add_bind_mount "$BATS_TEST_TMPDIR/count" /count
+	set_args sh -c 'i=0; while true; do i=$((i+1)); echo $i >/count/n.new; mv /count/n.new /count/n; sleep 0.1; done'
+	brig_detached run -d "$CID"
+	wait_for_file "$BATS_TEST_TMPDIR/count/n"
+	brig pause "$CID"
+	fr=$(v1_dir "$CID" freezer)
+	[ "$(cat "$fr/freezer.state")" = FROZEN ]
+	[ "$(container_status "$CID")" = paused ]
+	a=$(cat "$BATS_TEST_TMPDIR/count/n")
+	sleep 1
+	b=$(cat "$BATS_TEST_TMPDIR/count/n")
+	[ "$a" = "$b" ] || fail "the counter moved while paused: $a -> $b"
+	brig resume "$CID"
+	[ "$(cat "$fr/freezer.state")" = THAWED ]
+	[ "$(container_status "$CID")" = running ]
+	sleep 1
+	c=$(cat "$BATS_TEST_TMPDIR/count/n")
+	[ "$c" -gt "$b" ] || fail "the counter did not go on after resume: $b -> $c"
+}
+
+@test "v1: SIGKILL to a paused container's init ends it" {
+	set_args sleep 100
+	brig_detached run -d "$CID"
+	brig pause "$CID"
+	brig kill "$CID" KILL
+	for _ in $(seq 50); do
+		[ "$(container_status "$CID")" = stopped ] && break
+		sleep 0.1
+	done
+	[ "$(container_status "$CID")" = stopped ]
+}
+
+@test "v1: ps lists, kill --all signals and delete --force removes every hierarchy" {
+	set_args sh -c 'sleep 200 & sleep 300 & exec sleep 400'
+	brig_detached run -d "$CID"
+	sleep 0.5
+	[ "$(brig ps -f json "$CID" | jq length)" = 3 ]
+	dirs=$(jq -r '.cgroupPath' "$ROOT/$CID/state.json")
+	brig kill --all "$CID" KILL
+	for _ in $(seq 50); do
+		[ "$(container_status "$CID")" = stopped ] && break
+		sleep 0.1
+	done
+	[ "$(container_status "$CID")" = stopped ]
+	brig delete "$CID"
+	for d in $dirs; do
+		[ ! -e "$d" ] || fail "left behind: $d"
+	done
+}
+
+@test "v1: a paused container is deleted with --force" {
+	set_args sleep 100
+	brig_detached run -d "$CID"
+	brig pause "$CID"
+	dirs=$(jq -r '.cgroupPath' "$ROOT/$CID/state.json")
+	brig delete -f "$CID"
+	for d in $dirs; do
+		[ ! -e "$d" ] || fail "left behind: $d"
+	done
+}
+
+@test "v1: the device list denies what the spec does not allow" {
+	set_args sleep 100
+	brig_detached run -d "$CID"
+	list=$(cat "$(v1_dir "$CID" devices)/devices.list")
+	grep -qx "c 1:3 rwm" <<<"$list" || fail "no /dev/null in: $list"
+	! grep -qx "a \*:\* rwm" <<<"$list" || fail "everything allowed: $list"
+	# /dev/kmsg (1:11) is not in the list: mknod and open both fail.
+	run brig exec "$CID" sh -c 'mknod /tmp/kmsg c 1 11 && head -c1 /tmp/kmsg'
+	[ "$status" -ne 0 ]
+	brig exec "$CID" sh -c 'echo hi >/dev/null'
+}
+
+@test "v1: update changes live limits" {
+	update_config '.linux.resources.memory = {limit: 67108864} | .linux.resources.pids = {limit: 20}'
+	set_args sleep 100
+	brig_detached run -d "$CID"
+	brig update --memory 134217728 --pids-limit 30 "$CID"
+	[ "$(cat "$(v1_dir "$CID" memory)/memory.limit_in_bytes")" = 134217728 ]
+	[ "$(cat "$(v1_dir "$CID" pids)/pids.max")" = 30 ]
+}
+
+@test "v1: events --stats reports the memory limit and the pids" {
+	update_config '.linux.resources.memory = {limit: 67108864} | .linux.resources.pids = {limit: 20}'
+	set_args sleep 100
+	brig_detached run -d "$CID"
+	stats=$(brig events --stats "$CID")
+	[ "$(jq -r '.data.memory.usage.limit' <<<"$stats")" = 67108864 ] || fail "$stats"
+	[ "$(jq -r '.data.pids.limit' <<<"$stats")" = 20 ] || fail "$stats"
+	[ "$(jq -r '.data.pids.current' <<<"$stats")" -ge 1 ] || fail "$stats"
+}
+
+@test "v1: a controller the host does not mount is named, and nothing is left" {
+	grep -q " - cgroup .*net_cls" /proc/self/mountinfo && skip "this host mounts net_cls"
+	update_config '.linux.resources.network = {classID: 1048577}'
+	set_args true
+	run --separate-stderr brig run "$CID"
+	assert_one_line_error net_cls
+	[[ "$stderr" == *"linux.resources.network"* ]] || fail "$stderr"
+	assert_no_leftovers "$CID"
+	for h in /sys/fs/cgroup/*/; do
+		[ ! -e "$h/brig/$CID" ] || fail "left behind: $h/brig/$CID"
+	done
+}
+
+@test "v1: a failed create leaves no directory in any hierarchy" {
+	# A cpuset the host has no cpu for: the last write fails.
+	update_config '.linux.resources.cpu = {cpus: "4095"}'
+	set_args true
+	run --separate-stderr brig run "$CID"
+	[ "$status" -ne 0 ]
+	[[ "$stderr" == *cpuset.cpus* ]] || fail "$stderr"
+	assert_no_leftovers "$CID"
+	own=$(own_cgroup memory)
+	for d in /sys/fs/cgroup/*/brig/"$CID" "/sys/fs/cgroup/memory${own%/}/brig/$CID"; do
+		[ ! -e "$d" ] || fail "left behind: $d"
+	done
+}
+
+@test "v1: update lifts the memory limit, and swap with it, and raises both in one go" {
+	update_config '.linux.resources.memory = {limit: 67108864, swap: 67108864}'
+	set_args sleep 100
+	brig_detached run -d "$CID"
+	mem=$(v1_dir "$CID" memory)
+	brig update --memory -1 "$CID"
+	[ "$(cat "$mem/memory.limit_in_bytes")" -gt 1099511627776 ]
+	[ "$(cat "$mem/memory.memsw.limit_in_bytes")" -gt 1099511627776 ]
+	# Raising both past the old swap limit in one update: memsw goes first.
+	brig update --memory 33554432 --memory-swap 33554432 "$CID"
+	brig update --memory 134217728 --memory-swap 268435456 "$CID"
+	[ "$(cat "$mem/memory.limit_in_bytes")" = 134217728 ]
+	[ "$(cat "$mem/memory.memsw.limit_in_bytes")" = 268435456 ]
+}
+
+@test "v1: on a legacy host (no v2 tree) containers run, and unified keys are refused by name" {
+	mountpoint -q /sys/fs/cgroup/unified || skip "no v2 tree to hide: this host is legacy already"
+	update_config '.linux.resources.pids = {limit: 20}'
+	set_args sh -c 'echo ok'
+	# A mount namespace of its own without the v2 tree is a legacy host.
+	run unshare -m sh -c "umount -l /sys/fs/cgroup/unified && exec '$BRIG' --root '$ROOT' run '$CID'"
+	[ "$status" -eq 0 ] || fail "$output"
+	[ "$output" = ok ]
+	assert_no_leftovers "$CID"
+	update_config '.linux.resources.unified = {"pids.max": "10"}'
+	run unshare -m sh -c "umount -l /sys/fs/cgroup/unified && exec '$BRIG' --root '$ROOT' run '$CID' 2>&1"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"linux.resources.unified"*"legacy"* ]] || fail "$output"
+	[ "$(grep -c . <<<"$output")" = 1 ] || fail "not one line: $output"
+	assert_no_leftovers "$CID"
+	[ ! -e "/sys/fs/cgroup/pids/brig/$CID" ]
+}
