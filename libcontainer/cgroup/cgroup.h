@@ -191,15 +191,16 @@ struct brig_cgroup_stats {
 /* Fields a controller doesn't provide stay 0; "max" (v2) and the v1
  * "unlimited" values read as UINT64_MAX. On v1 the numbers are brought to
  * v2's units and meanings: the swap fields are the swap alone (memsw less
- * memory), times in microseconds, memory_events_max is memory.failcnt, and
- * memory_events_oom the kills plus one while the cgroup is under OOM. */
+ * memory), times in microseconds, memory_events_max the limit's hits
+ * (memory.failcnt and memory.memsw.failcnt), and memory_events_oom the
+ * kills plus one while the cgroup is under OOM. */
 int brig_cgroup_stats(const struct brig_cgroup *cg, struct brig_cgroup_stats *out,
                       brig_error_t *err);
 /* Adds what one stats file's text says to *out ("memory.current",
  * "memory.events", "cpu.stat", "io.stat", ...; on v1 "memory.usage_in_bytes",
  * "memory.oom_control", "cpuacct.stat", "blkio.throttle.io_serviced", ...).
- * v1's memory.memsw.* files are told less the memory.* value already in
- * *out, so parse those first. Pure. Returns -1 for a file name it doesn't
+ * v1's memory.memsw.* files are told less (failcnt: plus) the memory.*
+ * value already in *out, so parse those first. Pure. Returns -1 for a file name it doesn't
  * know, 0 otherwise (unparsable lines are skipped). */
 int brig_cgroup_stats_parse(const char *file, const char *text, struct brig_cgroup_stats *out);
 

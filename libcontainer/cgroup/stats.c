@@ -157,6 +157,16 @@ static void parse_memsw(const char *text, uint64_t memory, uint64_t *swap)
     *swap = v == UINT64_MAX ? v : v > memory ? v - memory : 0;
 }
 
+/* A charge fails at the memory limit or, where swap is accounted, at the
+ * memsw one, never both: v2's count of hits on memory.max is the two
+ * failcnts together (memory.failcnt set first). */
+static void parse_failcnt(const char *text, uint64_t *max)
+{
+    uint64_t v;
+    if (parse_value(text, &v) && v != UINT64_MAX)
+        *max += v;
+}
+
 /* memory.oom_control: "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n". v1
  * counts no OOMs apart from the kills: the OOM count is the kills, and one
  * more while the cgroup is under OOM now (its killer disabled, or about
@@ -243,6 +253,8 @@ int brig_cgroup_stats_parse(const char *file, const char *text, struct brig_cgro
         parse_memsw(text, s->memory_current, &s->memory_swap_current);
     else if (strcmp(file, "memory.memsw.limit_in_bytes") == 0)
         parse_memsw(text, s->memory_max, &s->memory_swap_max);
+    else if (strcmp(file, "memory.memsw.failcnt") == 0)
+        parse_failcnt(text, &s->memory_events_max);
     else if (strcmp(file, "memory.oom_control") == 0)
         parse_oom_control(text, s);
     else if (strcmp(file, "blkio.throttle.io_service_bytes") == 0

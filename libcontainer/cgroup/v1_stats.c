@@ -23,13 +23,15 @@ struct v1_file {
 };
 
 static const struct v1_file v1_files[] = {
-    /* memory.* before memory.memsw.*: the swap is told as the difference. */
+    /* memory.* before memory.memsw.*: the swap is told as the difference,
+     * the failcnts as a sum. */
     { "memory", { "memory.usage_in_bytes", NULL } },
     { "memory", { "memory.limit_in_bytes", NULL } },
     { "memory", { "memory.memsw.usage_in_bytes", NULL } },
     { "memory", { "memory.memsw.limit_in_bytes", NULL } },
     { "memory", { "memory.oom_control", NULL } },
     { "memory", { "memory.failcnt", NULL } },
+    { "memory", { "memory.memsw.failcnt", NULL } },
     { "pids", { "pids.current", NULL } },
     { "pids", { "pids.max", NULL } },
     { "cpuacct", { "cpuacct.usage", NULL } },
