@@ -39,6 +39,10 @@ struct brig_cgroup_backend {
 extern const struct brig_cgroup_backend brig_cgroup_v2;
 int brig_cgroup_v2_stats(const struct brig_cgroup *cg, struct brig_cgroup_stats *out,
                          brig_error_t *err);
+/* Adds what the stats file `file` in the directory dfd says to *out
+ * (brig_cgroup_stats_parse; stats.c); 1 when there is no such file. */
+int brig_cgroup_stats_read_at(int dfd, const char *file, struct brig_cgroup_stats *out,
+                              brig_error_t *err);
 
 /* cgroup v1 hierarchies on hybrid and legacy hosts (v1.c; the
  * hierarchies in v1_hierarchy.c, statistics and OOM in v1_stats.c). */

@@ -731,6 +731,8 @@ const struct brig_cgroup_backend brig_cgroup_v2 = {
     .kill_all = v2_kill_all,
     .destroy = v2_destroy,
     .stats = brig_cgroup_v2_stats,
+    .oom_watch = brig_cgroup_v2_oom_watch,
+    .oom_kills = brig_cgroup_v2_oom_kills,
     .clone_fd = v2_clone_fd,
     .open_sub = v2_open_sub,
 };
