@@ -42,24 +42,24 @@ static void v1_close(struct brig_cgroup *cg)
     cg->dir_fd = -1; /* the v2 directory's fd is one of the dirs' */
 }
 
-static const struct brig_cgroup_v1_dir *dir_for(const struct brig_cgroup *cg,
-                                                const char *controller)
+const struct brig_cgroup_v1_dir *brig_cgroup_v1_dir(const struct brig_cgroup *cg,
+                                                    const char *controller)
 {
     for (size_t i = 0; cg->v1 && i < cg->v1->n; i++)
-        if (brig_cgroup_hierarchy_has(cg->v1->dirs[i].h, controller))
+        if (cg->v1->dirs[i].fd >= 0 && brig_cgroup_hierarchy_has(cg->v1->dirs[i].h, controller))
             return &cg->v1->dirs[i];
     return NULL;
 }
 
 int brig_cgroup_v1_fd(const struct brig_cgroup *cg, const char *controller)
 {
-    const struct brig_cgroup_v1_dir *d = dir_for(cg, controller);
+    const struct brig_cgroup_v1_dir *d = brig_cgroup_v1_dir(cg, controller);
     return d ? d->fd : -1;
 }
 
 const char *brig_cgroup_v1_dir_path(const struct brig_cgroup *cg, const char *controller)
 {
-    const struct brig_cgroup_v1_dir *d = dir_for(cg, controller);
+    const struct brig_cgroup_v1_dir *d = brig_cgroup_v1_dir(cg, controller);
     return d ? d->path : NULL;
 }
 
@@ -135,7 +135,7 @@ static int v1_open(const char *path, struct brig_cgroup *out, brig_error_t *err)
     }
     out->backend = &brig_cgroup_v1;
     out->v1 = v;
-    const struct brig_cgroup_v1_dir *u = dir_for(out, "");
+    const struct brig_cgroup_v1_dir *u = brig_cgroup_v1_dir(out, "");
     out->dir_fd = u ? u->fd : -1;
     if ((out->path = strdup(path)) == NULL)
         return brig_error_set(err, ENOMEM, "cgroup");
@@ -358,7 +358,7 @@ static int create_cgroup(const char *cgroups_path, const char *id, const struct 
         rc = brig_cgroup_v1_apply_all(out, r, brig_cgroup_v1_bound("devices"), false, err);
     if (rc == 0)
         rc = make_v2(v, m, r, err);
-    const struct brig_cgroup_v1_dir *u = rc == 0 ? dir_for(out, "") : NULL;
+    const struct brig_cgroup_v1_dir *u = rc == 0 ? brig_cgroup_v1_dir(out, "") : NULL;
     out->dir_fd = u ? u->fd : -1;
     if (rc == 0)
         rc = devices_in_v2(out, r, err);

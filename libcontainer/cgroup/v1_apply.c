@@ -33,17 +33,6 @@ static void controller_of(const char *file, char *out, size_t size)
     snprintf(out, size, "%.*s", (int) strcspn(file, "."), file);
 }
 
-static const struct brig_cgroup_hierarchy *binding(const char *controller)
-{
-    brig_error_t ignored = NULL;
-    const struct brig_cgroup_hierarchy *const *all = brig_cgroup_v1_hierarchies(&ignored);
-    brig_error_release(&ignored);
-    for (size_t i = 0; all && all[i]; i++)
-        if (brig_cgroup_hierarchy_has(all[i], controller))
-            return all[i];
-    return NULL;
-}
-
 static int missing(const struct brig_resources *r, const char *controller, brig_error_t *err)
 {
     char by[256];
@@ -78,7 +67,7 @@ static int check_writes(const struct brig_resources *r, const struct brig_resour
     for (size_t i = 0; rc == 0 && i < n; i++) {
         char controller[64];
         controller_of(w[i].file, controller, sizeof controller);
-        const struct brig_cgroup_hierarchy *h = binding(controller);
+        const struct brig_cgroup_hierarchy *h = brig_cgroup_v1_binding(controller);
         if (h == NULL)
             rc = missing(r, controller, err);
         else if (strncmp(w[i].file, "memory.memsw.", 13) == 0)
@@ -109,21 +98,13 @@ int brig_cgroup_v1_check(const struct brig_resources *r, brig_error_t *err)
     brig_cgroup_plan_free(w, n);
     /* Without a devices hierarchy, a hybrid host's v2 tree takes the eBPF
      * program; a host with neither can't hold the container to its devices. */
-    if (binding("devices") == NULL && brig_cgroup_layout() != BRIG_CGROUP_LAYOUT_HYBRID)
+    if (brig_cgroup_v1_binding("devices") == NULL
+        && brig_cgroup_layout() != BRIG_CGROUP_LAYOUT_HYBRID)
         return missing(r, "devices", err);
     if (brig_cgroup_v1_devices_plan(r->devices, r->n_devices, &w, &n, err) < 0)
         return -1;
     brig_cgroup_plan_free(w, n);
     return 0;
-}
-
-static const struct brig_cgroup_v1_dir *dir_for(const struct brig_cgroup *cg,
-                                                const char *controller)
-{
-    for (size_t i = 0; i < cg->v1->n; i++)
-        if (brig_cgroup_hierarchy_has(cg->v1->dirs[i].h, controller))
-            return &cg->v1->dirs[i];
-    return NULL;
 }
 
 /* Block I/O weights are the I/O scheduler's: CFQ named them blkio.weight,
@@ -142,7 +123,7 @@ static int write_one(const struct brig_cgroup *cg, const struct brig_cgroup_writ
 {
     char controller[64];
     controller_of(w->file, controller, sizeof controller);
-    const struct brig_cgroup_v1_dir *d = dir_for(cg, controller);
+    const struct brig_cgroup_v1_dir *d = brig_cgroup_v1_dir(cg, controller);
     if (d == NULL || d->fd < 0)
         return brig_error_set(err, ENOENT, "cgroup: no `%s` directory for `%s`", controller,
                               w->file);
@@ -161,7 +142,7 @@ static int lift_swap(const struct brig_cgroup *cg, const struct brig_resources *
                      brig_error_t *err)
 {
     const struct brig_memory *m = r->memory;
-    const struct brig_cgroup_v1_dir *d = dir_for(cg, "memory");
+    const struct brig_cgroup_v1_dir *d = brig_cgroup_v1_dir(cg, "memory");
     if (m == NULL || !m->has_limit || m->limit != -1 || m->has_swap || d == NULL || d->fd < 0
         || faccessat(d->fd, "memory.memsw.limit_in_bytes", F_OK, 0) < 0)
         return 0;
@@ -194,10 +175,10 @@ static int write_plan(const struct brig_cgroup *cg, const struct brig_cgroup_wri
 static int apply_devices(const struct brig_cgroup *cg, const struct brig_resources *r,
                          brig_error_t *err)
 {
-    const struct brig_cgroup_v1_dir *d = dir_for(cg, "devices");
+    const struct brig_cgroup_v1_dir *d = brig_cgroup_v1_dir(cg, "devices");
     if (d == NULL) {
         /* A hybrid host without a devices hierarchy: the v2 tree's program. */
-        const struct brig_cgroup_v1_dir *u = dir_for(cg, "");
+        const struct brig_cgroup_v1_dir *u = brig_cgroup_v1_dir(cg, "");
         struct brig_devices_program p;
         if (u == NULL)
             return missing(r, "devices", err);
@@ -223,7 +204,7 @@ static int apply_devices(const struct brig_cgroup *cg, const struct brig_resourc
 static int apply_v2(const struct brig_cgroup *cg, const struct brig_resources *part,
                     brig_error_t *err)
 {
-    const struct brig_cgroup_v1_dir *u = dir_for(cg, "");
+    const struct brig_cgroup_v1_dir *u = brig_cgroup_v1_dir(cg, "");
     if (u == NULL)
         return 0;
     struct brig_cgroup view = { .path = u->path, .dir_fd = u->fd, .backend = &brig_cgroup_v2 };

@@ -4,6 +4,11 @@
 
 #include "cgroup/backend.h"
 
+/* The open directory of the hierarchy that binds `controller` ("" for a
+ * hybrid host's v2 directory); NULL when there is none. */
+const struct brig_cgroup_v1_dir *brig_cgroup_v1_dir(const struct brig_cgroup *cg,
+                                                    const char *controller);
+
 /* Writes value to file in the directory dir_fd (dir names it in errors). */
 int brig_cgroup_v1_write(int dir_fd, const char *dir, const char *file, const char *value,
                          brig_error_t *err);
@@ -18,7 +23,8 @@ struct brig_cgroup_v1_split {
 };
 void brig_cgroup_v1_split(const struct brig_resources *r, struct brig_cgroup_v1_split *s);
 bool brig_cgroup_v1_split_has_v2(const struct brig_cgroup_v1_split *s);
-/* True when a v1 hierarchy binds the controller. */
+/* The v1 hierarchy that binds the controller, NULL when none does. */
+const struct brig_cgroup_hierarchy *brig_cgroup_v1_binding(const char *controller);
 bool brig_cgroup_v1_bound(const char *controller);
 
 /* v1_apply.c: every check a resources section must pass on this host's

@@ -13,15 +13,20 @@
 #include "base/cleanup.h"
 #include "base/utils.h"
 
-bool brig_cgroup_v1_bound(const char *controller)
+const struct brig_cgroup_hierarchy *brig_cgroup_v1_binding(const char *controller)
 {
     brig_error_t ignored = NULL;
     const struct brig_cgroup_hierarchy *const *all = brig_cgroup_v1_hierarchies(&ignored);
     brig_error_release(&ignored);
     for (size_t i = 0; all && all[i]; i++)
         if (!all[i]->v2 && brig_cgroup_hierarchy_has(all[i], controller))
-            return true;
-    return false;
+            return all[i];
+    return NULL;
+}
+
+bool brig_cgroup_v1_bound(const char *controller)
+{
+    return brig_cgroup_v1_binding(controller) != NULL;
 }
 
 /* The controllers the v2 tree's root offers, read once. */
