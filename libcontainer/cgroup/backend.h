@@ -33,6 +33,9 @@ struct brig_cgroup_backend {
     int (*oom_watch)(const struct brig_cgroup *cg, int *fd, brig_error_t *err);
     int (*oom_kills)(const struct brig_cgroup *cg, uint64_t *out, brig_error_t *err);
     void (*close)(struct brig_cgroup *cg); /* what the backend owns beyond path, dir_fd */
+    void (*remove_parents_made)(const struct brig_cgroup *cg); /* may be NULL */
+    int (*add_pid_unfrozen)(const struct brig_cgroup *cg, pid_t pid,
+                            brig_error_t *err); /* NULL: 0 */
 };
 
 /* cgroup v2 through cgroupfs (v2.c; its statistics in v2_stats.c). */
@@ -78,8 +81,10 @@ bool brig_cgroup_hierarchy_has(const struct brig_cgroup_hierarchy *h, const char
 /* A v1 cgroup: the container's directory in each hierarchy. */
 struct brig_cgroup_v1_dir {
     const struct brig_cgroup_hierarchy *h;
-    char *path; /* absolute */
-    int fd;     /* O_DIRECTORY, -1 when closed */
+    char *path;      /* absolute */
+    int fd;          /* O_DIRECTORY, -1 when closed */
+    char *made_from; /* create: the first directory it made (path or a
+                        parent), NULL when it made none */
 };
 struct brig_cgroup_v1 {
     struct brig_cgroup_v1_dir *dirs;

@@ -153,6 +153,19 @@ int brig_cgroup_destroy(const char *path, brig_error_t *err)
     return backend_for_path(path)->destroy(path, err);
 }
 
+void brig_cgroup_remove_parents_made(const struct brig_cgroup *cg)
+{
+    const struct brig_cgroup_backend *b = backend_of(cg);
+    if (b->remove_parents_made)
+        b->remove_parents_made(cg);
+}
+
+int brig_cgroup_add_pid_unfrozen(const struct brig_cgroup *cg, pid_t pid, brig_error_t *err)
+{
+    const struct brig_cgroup_backend *b = backend_of(cg);
+    return b->add_pid_unfrozen ? b->add_pid_unfrozen(cg, pid, err) : 0;
+}
+
 int brig_cgroup_clone_fd(const struct brig_cgroup *cg)
 {
     return backend_of(cg)->clone_fd(cg);

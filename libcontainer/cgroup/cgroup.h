@@ -178,6 +178,14 @@ int brig_cgroup_pids(const struct brig_cgroup *cg, pid_t **out, size_t *n, brig_
 /* Removes the cgroup once empty, waiting briefly for dying processes, and
  * its child cgroups; no parent (the "brig/" level stays for the next). */
 int brig_cgroup_destroy(const char *path, brig_error_t *err);
+/* After a failed create's brig_cgroup_destroy: the parent directories
+ * that create made, where they are empty (v1; v2 keeps its parents). */
+void brig_cgroup_remove_parents_made(const struct brig_cgroup *cg);
+/* Places pid where the freezer does not act (v1: every hierarchy but the
+ * freezer's; v2: nowhere), so that a process joining a paused container
+ * is held by its limits at once and by the freeze only once it is set up
+ * (brig_cgroup_add_pid then). */
+int brig_cgroup_add_pid_unfrozen(const struct brig_cgroup *cg, pid_t pid, brig_error_t *err);
 
 struct brig_cgroup_stats {
     uint64_t memory_current, memory_max, memory_swap_current, memory_swap_max;

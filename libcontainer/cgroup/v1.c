@@ -30,6 +30,7 @@ static void v1_free(struct brig_cgroup_v1 *v)
         if (v->dirs[i].fd >= 0)
             close(v->dirs[i].fd);
         free(v->dirs[i].path);
+        free(v->dirs[i].made_from);
     }
     free(v->dirs);
     free(v);
@@ -79,15 +80,15 @@ static int join_paths(const struct brig_cgroup_v1 *v, char **out, brig_error_t *
     return 0;
 }
 
-/* The hierarchy a directory is in: the one whose mount point it is under
- * (the longest, for mount points under others). */
+/* The hierarchy a directory is in: the one whose mount point it is or is
+ * under (the longest, for mount points under others). */
 static const struct brig_cgroup_hierarchy *hierarchy_of(
     const struct brig_cgroup_hierarchy *const *all, const char *dir)
 {
     const struct brig_cgroup_hierarchy *best = NULL;
     for (size_t i = 0; all[i]; i++) {
         size_t len = strlen(all[i]->mountpoint);
-        if (strncmp(dir, all[i]->mountpoint, len) == 0 && dir[len] == '/'
+        if (strncmp(dir, all[i]->mountpoint, len) == 0 && (dir[len] == '/' || dir[len] == '\0')
             && (best == NULL || len > strlen(best->mountpoint)))
             best = all[i];
     }
@@ -133,12 +134,14 @@ static int v1_open(const char *path, struct brig_cgroup *out, brig_error_t *err)
         v1_free(v);
         return brig_error_set(err, saved, "cgroup: open `%.*s`", (int) strcspn(path, "\n"), path);
     }
+    if ((out->path = strdup(path)) == NULL) {
+        v1_free(v);
+        return brig_error_set(err, ENOMEM, "cgroup");
+    }
     out->backend = &brig_cgroup_v1;
     out->v1 = v;
     const struct brig_cgroup_v1_dir *u = brig_cgroup_v1_dir(out, "");
     out->dir_fd = u ? u->fd : -1;
-    if ((out->path = strdup(path)) == NULL)
-        return brig_error_set(err, ENOMEM, "cgroup");
     return 0;
 }
 
@@ -146,9 +149,9 @@ static int v1_open(const char *path, struct brig_cgroup *out, brig_error_t *err)
 
 /* mkdir -p of dir below the mount point; *first_new is the first
  * directory it made (NULL when all were there), for the undo. */
-static int make_dirs(const char *mountpoint, const char *dir, char **first_new, brig_error_t *err)
+static int make_dirs_once(const char *mountpoint, const char *dir, char **first_new,
+                          brig_error_t *err)
 {
-    *first_new = NULL;
     cleanup_free char *p = strdup(dir);
     if (p == NULL)
         return brig_error_set(err, ENOMEM, "cgroup");
@@ -169,6 +172,20 @@ static int make_dirs(const char *mountpoint, const char *dir, char **first_new, 
     }
 }
 
+/* A parent seen a moment ago may be gone: another create that failed
+ * removed what it made. Then the walk starts again. */
+static int make_dirs(const char *mountpoint, const char *dir, char **first_new, brig_error_t *err)
+{
+    *first_new = NULL;
+    for (int attempt = 0;; attempt++) {
+        if (make_dirs_once(mountpoint, dir, first_new, err) == 0)
+            return 0;
+        if ((*err)->errnum != ENOENT || attempt == 3)
+            return -1;
+        brig_error_release(err);
+    }
+}
+
 /* Removes dir and its parents up to and including first_new. */
 static void undo_dirs(const char *dir, const char *first_new)
 {
@@ -185,7 +202,8 @@ static void undo_dirs(const char *dir, const char *first_new)
     }
 }
 
-static int copy_cpuset(const char *dir, brig_error_t *err)
+/* An empty cpuset.cpus or .mems of dir is filled from its parent's. */
+static int fill_cpuset(const char *dir, brig_error_t *err)
 {
     static const char *const files[] = { "cpuset.cpus", "cpuset.mems" };
     cleanup_close int child = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -193,9 +211,12 @@ static int copy_cpuset(const char *dir, brig_error_t *err)
     if (child < 0 || parent < 0)
         return brig_error_set(err, errno, "cgroup: open `%s`", dir);
     for (size_t i = 0; i < 2; i++) {
-        cleanup_free char *value = NULL;
-        if (brig_read_file_at(parent, files[i], &value, NULL, err) < 0)
+        cleanup_free char *mine = NULL, *value = NULL;
+        if (brig_read_file_at(child, files[i], &mine, NULL, err) < 0
+            || brig_read_file_at(parent, files[i], &value, NULL, err) < 0)
             return brig_error_wrap(err, "cgroup `%s`", dir);
+        if (*mine != '\n' && *mine != '\0')
+            continue;
         if (*value != '\n' && *value != '\0'
             && brig_cgroup_v1_write(child, dir, files[i], value, err) < 0)
             return -1;
@@ -204,18 +225,18 @@ static int copy_cpuset(const char *dir, brig_error_t *err)
 }
 
 /* cpuset.cpus and .mems start empty in a new cpuset cgroup, and an empty
- * one takes no process: each new level copies its parent's. */
-static int cpuset_inherit(const char *dir, const char *first_new, brig_error_t *err)
+ * one takes no process. Every level from `from` (an offset into dir, at a
+ * "/") down is filled where empty, parents first, whoever made it: a
+ * parent another create has just made may not be filled yet. */
+static int cpuset_inherit(const char *dir, size_t from, brig_error_t *err)
 {
-    size_t from = strlen(first_new);
     cleanup_free char *p = strdup(dir);
     if (p == NULL)
         return brig_error_set(err, ENOMEM, "cgroup");
-    /* Each level from first_new down, parents first. */
-    for (char *end = p + from;; end = strchrnul(end + 1, '/')) {
+    for (char *end = strchrnul(p + from + 1, '/');; end = strchrnul(end + 1, '/')) {
         char saved = *end;
         *end = '\0';
-        if (copy_cpuset(p, err) < 0)
+        if (fill_cpuset(p, err) < 0)
             return -1;
         *end = saved;
         if (saved == '\0')
@@ -224,18 +245,13 @@ static int cpuset_inherit(const char *dir, const char *first_new, brig_error_t *
     return 0;
 }
 
-struct made {
-    char *first_new; /* per directory: what to remove on failure */
-    bool v2;         /* the v2 directory, made by the v2 backend */
-};
-
-static int make_one(struct brig_cgroup_v1_dir *d, struct made *m, bool *existed, brig_error_t *err)
+static int make_one(struct brig_cgroup_v1_dir *d, bool *existed, brig_error_t *err)
 {
-    if (make_dirs(d->h->mountpoint, d->path, &m->first_new, err) < 0)
+    if (make_dirs(d->h->mountpoint, d->path, &d->made_from, err) < 0)
         return -1;
-    *existed = m->first_new == NULL;
-    if (m->first_new && brig_cgroup_hierarchy_has(d->h, "cpuset")
-        && cpuset_inherit(d->path, m->first_new, err) < 0)
+    *existed = d->made_from == NULL;
+    if (brig_cgroup_hierarchy_has(d->h, "cpuset")
+        && cpuset_inherit(d->path, strlen(d->h->mountpoint), err) < 0)
         return -1;
     d->fd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (d->fd < 0)
@@ -251,7 +267,7 @@ static int make_one(struct brig_cgroup_v1_dir *d, struct made *m, bool *existed,
 }
 
 /* The directory in every hierarchy: cgroupsPath resolved against the
- * caller's own cgroup there. */
+ * caller's own cgroup there (brig(8), CGROUPS). */
 static int plan_dirs(const char *cgroups_path, const char *id, struct brig_cgroup_v1 *v,
                      brig_error_t *err)
 {
@@ -266,7 +282,13 @@ static int plan_dirs(const char *cgroups_path, const char *id, struct brig_cgrou
     for (size_t i = 0; i < n; i++) {
         cleanup_free char *rel = NULL;
         struct brig_cgroup_v1_dir *d = &v->dirs[v->n];
-        if (brig_cgroup_path_resolve_under(cgroups_path, id, all[i]->own, &rel, err) < 0)
+        /* v1 nests under the caller's own cgroup; the v2 tree of a hybrid
+         * host beside it, as on a v2 host (a v2 cgroup with processes
+         * can't give controllers to children). */
+        int r = all[i]->v2
+                    ? brig_cgroup_path_resolve(cgroups_path, id, all[i]->own, &rel, err)
+                    : brig_cgroup_path_resolve_under(cgroups_path, id, all[i]->own, &rel, err);
+        if (r < 0)
             return -1;
         if (strpbrk(rel, "\n\r") != NULL)
             return brig_error_set(err, 0, "cgroup path `%s`: has a line break", rel);
@@ -279,34 +301,55 @@ static int plan_dirs(const char *cgroups_path, const char *id, struct brig_cgrou
     return 0;
 }
 
-static void undo_made(struct brig_cgroup_v1 *v, struct made *m)
+/* What a create made: the directories, and their parents it made. */
+static void v1_remove_parents_made(const struct brig_cgroup *cg)
+{
+    for (size_t i = 0; cg->v1 && i < cg->v1->n; i++)
+        undo_dirs(cg->v1->dirs[i].path, cg->v1->dirs[i].made_from);
+}
+
+static void undo_made(struct brig_cgroup_v1 *v)
 {
     for (size_t i = 0; i < v->n; i++) {
         if (v->dirs[i].fd >= 0)
             close(v->dirs[i].fd);
         v->dirs[i].fd = -1;
-        if (m[i].v2)
-            rmdir(v->dirs[i].path); /* its parents stay, as the v2 backend's do */
-        undo_dirs(v->dirs[i].path, m[i].first_new);
+        undo_dirs(v->dirs[i].path, v->dirs[i].made_from);
     }
 }
 
 /* The v1 directories; the v2 one comes later (make_v2). */
-static int make_all(struct brig_cgroup_v1 *v, struct made *m, brig_error_t *err)
+static int make_all(struct brig_cgroup_v1 *v, brig_error_t *err)
 {
     for (size_t i = 0; i < v->n; i++) {
         bool existed;
-        if (!v->dirs[i].h->v2 && make_one(&v->dirs[i], &m[i], &existed, err) < 0)
+        if (!v->dirs[i].h->v2 && make_one(&v->dirs[i], &existed, err) < 0)
             return -1;
     }
     return 0;
 }
 
+/* The first directory of path, from the offset `from` (at a "/") down,
+ * that isn't there: what a mkdir -p of path will make first. */
+static char *first_missing(const char *path, size_t from)
+{
+    char *p = strdup(path);
+    for (char *end = p ? strchrnul(p + from + 1, '/') : NULL; end;
+         end = *end ? strchrnul(end + 1, '/') : NULL) {
+        char saved = *end;
+        *end = '\0';
+        if (access(p, F_OK) < 0)
+            return p;
+        *end = saved;
+    }
+    return p;
+}
+
 /* A hybrid host's v2 directory, made by the v2 backend with the part of
  * the resources that goes there: it enables those controllers down the v2
- * tree, refuses a directory that has processes, and undoes itself. */
-static int make_v2(struct brig_cgroup_v1 *v, struct made *m, const struct brig_resources *r,
-                   brig_error_t *err)
+ * tree, refuses a directory that has processes, and undoes itself. What
+ * it made is recorded for an undo later. */
+static int make_v2(struct brig_cgroup_v1 *v, const struct brig_resources *r, brig_error_t *err)
 {
     struct brig_cgroup_v1_split split;
     brig_cgroup_v1_split(r, &split);
@@ -316,10 +359,11 @@ static int make_v2(struct brig_cgroup_v1 *v, struct made *m, const struct brig_r
             continue;
         struct brig_cgroup made = BRIG_CGROUP_INIT;
         const char *from_root = d->path + strlen(d->h->mountpoint);
+        if ((d->made_from = first_missing(d->path, strlen(d->h->mountpoint))) == NULL)
+            return brig_error_set(err, ENOMEM, "cgroup");
         if (brig_cgroup_v2.create_without_devices(from_root, NULL, &split.v2, &made, err) < 0)
             return -1;
         d->fd = brig_steal_fd(made.dir_fd);
-        m[i].v2 = true;
         brig_cgroup_close(&made);
     }
     return 0;
@@ -348,27 +392,21 @@ static int create_cgroup(const char *cgroups_path, const char *id, const struct 
         return brig_error_set(err, ENOMEM, "cgroup");
     out->v1 = v;
     out->backend = &brig_cgroup_v1;
-    struct made *m = NULL;
     int rc = plan_dirs(cgroups_path, id, v, err);
-    if (rc == 0 && (m = calloc(v->n, sizeof *m)) == NULL)
-        rc = brig_error_set(err, ENOMEM, "cgroup");
     if (rc == 0)
-        rc = make_all(v, m, err);
+        rc = make_all(v, err);
     if (rc == 0)
         rc = brig_cgroup_v1_apply_all(out, r, brig_cgroup_v1_bound("devices"), false, err);
     if (rc == 0)
-        rc = make_v2(v, m, r, err);
+        rc = make_v2(v, r, err);
     const struct brig_cgroup_v1_dir *u = rc == 0 ? brig_cgroup_v1_dir(out, "") : NULL;
     out->dir_fd = u ? u->fd : -1;
     if (rc == 0)
         rc = devices_in_v2(out, r, err);
     if (rc == 0)
         rc = join_paths(v, &out->path, err);
-    if (rc < 0 && m)
-        undo_made(v, m);
-    for (size_t i = 0; m && i < v->n; i++)
-        free(m[i].first_new);
-    free(m);
+    if (rc < 0)
+        undo_made(v);
     if (rc < 0)
         brig_cgroup_close(out);
     return rc;
@@ -426,7 +464,8 @@ static int v1_open_sub(const struct brig_cgroup *cg, const char *sub, struct bri
         bool made = *rel && mkdir(dir, 0755) == 0;
         if (*rel && !made && errno != EEXIST)
             return brig_error_set(err, errno, "create sub-cgroup `%s`", dir);
-        if (made && brig_cgroup_hierarchy_has(d->h, "cpuset") && cpuset_inherit(dir, dir, err) < 0)
+        if (*rel && brig_cgroup_hierarchy_has(d->h, "cpuset")
+            && cpuset_inherit(dir, strlen(d->path), err) < 0)
             return -1;
         fprintf(f, "%s\n", dir);
     }
@@ -455,4 +494,6 @@ const struct brig_cgroup_backend brig_cgroup_v1 = {
     .clone_fd = v1_clone_fd,
     .open_sub = v1_open_sub,
     .close = v1_close,
+    .remove_parents_made = v1_remove_parents_made,
+    .add_pid_unfrozen = brig_cgroup_v1_add_pid_unfrozen,
 };

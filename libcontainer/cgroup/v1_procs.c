@@ -48,6 +48,22 @@ int brig_cgroup_v1_add_pid(const struct brig_cgroup *cg, pid_t pid, brig_error_t
     return 0;
 }
 
+int brig_cgroup_v1_add_pid_unfrozen(const struct brig_cgroup *cg, pid_t pid, brig_error_t *err)
+{
+    bool freezer = brig_cgroup_v1_dir(cg, "freezer") != NULL;
+    char buf[32];
+    snprintf(buf, sizeof buf, "%d", (int) pid);
+    for (size_t i = 0; i < cg->v1->n; i++) {
+        const struct brig_cgroup_v1_dir *d = &cg->v1->dirs[i];
+        /* Where there is no freezer hierarchy, the v2 directory freezes. */
+        bool freezes = freezer ? brig_cgroup_hierarchy_has(d->h, "freezer") : d->h->v2;
+        if (d->fd >= 0 && !freezes
+            && brig_cgroup_v1_write(d->fd, d->path, "cgroup.procs", buf, err) < 0)
+            return brig_error_wrap(err, "add pid %d", (int) pid);
+    }
+    return 0;
+}
+
 /* ---- freezing ---- */
 
 static int freezer_state(const struct brig_cgroup_v1_dir *d, char *out, size_t size)
@@ -121,8 +137,17 @@ bool brig_cgroup_v1_is_frozen(const struct brig_cgroup *cg)
         return u && brig_cgroup_v2.is_frozen(&v2);
     }
     char state[32];
-    /* FREEZING counts: the container is on its way there (runc says so). */
-    return freezer_state(d, state, sizeof state) == 0 && strcmp(state, "THAWED") != 0;
+    if (freezer_state(d, state, sizeof state) < 0 || strcmp(state, "THAWED") == 0)
+        return false;
+    /* Frozen by itself, not by a frozen ancestor (then resume could not
+     * thaw it): freezer.self_freezing, where the kernel has it. */
+    cleanup_free char *self = NULL;
+    brig_error_t ignored = NULL;
+    if (brig_read_file_at(d->fd, "freezer.self_freezing", &self, NULL, &ignored) < 0) {
+        brig_error_release(&ignored);
+        return true;
+    }
+    return self[0] == '1';
 }
 
 /* ---- listing and signals ---- */

@@ -243,12 +243,17 @@ int brig_container_start(const char *root, const char *id, brig_error_t *warning
 static int signal_all(const struct brig_state *st, int sig, brig_error_t *err)
 {
     if (*st->cgroup_path) {
-        struct brig_cgroup cg;
-        if (brig_cgroup_open(st->cgroup_path, &cg, err) < 0)
-            return -1;
+        cleanup_cgroup struct brig_cgroup cg = BRIG_CGROUP_INIT;
+        if (brig_cgroup_open(st->cgroup_path, &cg, err) < 0) {
+            /* Gone already (a delete stopped half-way): nothing to signal
+             * there, only the init, if it is still alive. */
+            if ((*err)->errnum != ENOENT)
+                return -1;
+            brig_error_release(err);
+            return 0;
+        }
         int r = sig == SIGKILL ? brig_cgroup_kill_all(&cg, err)
                                : brig_cgroup_signal_all(&cg, sig, err);
-        brig_cgroup_close(&cg);
         return r < 0 ? -1 : 1;
     }
     if (st->own_pid_ns && sig != SIGKILL)

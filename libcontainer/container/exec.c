@@ -252,6 +252,28 @@ static int drive_exec(const struct exec_ctx *x, int sync_fd, pid_t child, pid_t 
     return r;
 }
 
+/* The child waits for this before anything else. Into a paused container
+ * only where the freezer doesn't act: it would freeze before it is ready. */
+static int place_child(const struct brig_cgroup *cg, pid_t child, bool paused, int sync_fd,
+                       brig_error_t *err)
+{
+    int r = paused ? brig_cgroup_add_pid_unfrozen(cg, child, err)
+                   : brig_cgroup_add_pid(cg, child, err);
+    return r < 0 ? -1 : brig_sync_send(sync_fd, BRIG_SYNC_CGROUP_DONE, 0, NULL, err);
+}
+
+/* Set up, the process joins the paused rest and freezes there. */
+static int join_frozen(const struct brig_cgroup *cg, pid_t pid, brig_error_t *err)
+{
+    if (brig_cgroup_add_pid(cg, pid, err) == 0)
+        return 0;
+    /* ESRCH: a short-lived process is already gone, nothing to move. */
+    if ((*err)->errnum != ESRCH)
+        return brig_error_wrap(err, "join the container's cgroup");
+    brig_error_release(err);
+    return 0;
+}
+
 static int spawn(const struct exec_ctx *x, bool paused, pid_t *pid, brig_error_t *err)
 {
     const struct brig_exec_options *o = x->o;
@@ -288,9 +310,10 @@ static int spawn(const struct exec_ctx *x, bool paused, pid_t *pid, brig_error_t
         placed = false;
         child = brig_clone_fork(0); /* old kernel: joined below, before it execs */
     }
-    /* Not cloned into it, and the cgroup isn't frozen: the runtime places
-     * the child before it does anything (its children inherit that). */
-    bool place_now = managed == 0 && !placed && !paused;
+    /* Not cloned into it: the runtime places the child before it does
+     * anything (its children inherit that); into a frozen one only where
+     * the freezer doesn't act, and wholly once it is set up (below). */
+    bool place_now = managed == 0 && !placed;
     if (child == 0) {
         close(sync_fd);
         exec_child(x, &join, direct, place_now, child_fd);
@@ -305,19 +328,11 @@ static int spawn(const struct exec_ctx *x, bool paused, pid_t *pid, brig_error_t
         return brig_error_set(err, saved, "clone");
     int master = -1;
     *pid = direct ? child : 0;
-    int r = place_now ? brig_cgroup_add_pid(&cgroup, child, err) : 0;
-    if (r == 0 && place_now)
-        r = brig_sync_send(sync_fd, BRIG_SYNC_CGROUP_DONE, 0, NULL, err);
+    int r = place_now ? place_child(&cgroup, child, paused, sync_fd, err) : 0;
     if (r == 0)
         r = drive_exec(x, sync_fd, child, pid, &master, err);
-    if (r == 0 && managed == 0 && !placed && !place_now && *pid > 0
-        && brig_cgroup_add_pid(&cgroup, *pid, err) < 0) {
-        /* ESRCH: a short-lived process is already gone, nothing to move. */
-        if ((*err)->errnum == ESRCH)
-            brig_error_release(err);
-        else
-            r = brig_error_wrap(err, "join the container's cgroup");
-    }
+    if (r == 0 && place_now && paused && *pid > 0)
+        r = join_frozen(&cgroup, *pid, err);
     if (r == 0 && master >= 0 && o->console_socket)
         r = brig_terminal_send_to_socket(o->console_socket, master, err);
     if (r == 0 && master >= 0 && o->pty_master)

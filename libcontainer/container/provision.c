@@ -220,11 +220,11 @@ void provision_undo(struct provision *p)
 {
     brig_error_t ignored = NULL;
     if (p->cgroup.path) {
-        if (p->cgroup.dir_fd >= 0)
-            brig_cgroup_kill_all(&p->cgroup, &ignored);
+        brig_cgroup_kill_all(&p->cgroup, &ignored);
         brig_error_release(&ignored);
         brig_cgroup_destroy(p->cgroup.path, &ignored);
         brig_error_release(&ignored);
+        brig_cgroup_remove_parents_made(&p->cgroup);
     }
     if (p->handler && p->handler->teardown)
         p->handler->teardown(p->dir_fd, &ignored);
