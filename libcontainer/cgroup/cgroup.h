@@ -7,8 +7,8 @@
  * limit that needs a controller the host doesn't have fails by name. The
  * pure parts (where a cgroup goes, which files a resources section
  * becomes, what a stats file says) are cgroup_plan.c, v1_plan.c,
- * v1_devices_plan.c and stats.c; the device program is devices_bpf* on
- * v2, devices.allow/deny lists on v1. */
+ * v1_devices_plan.c, v1_devices_update.c and stats.c; the device program
+ * is devices_bpf* on v2, devices.allow/deny lists on v1. */
 #ifndef BRIG_CGROUP_H
 #define BRIG_CGROUP_H
 
@@ -216,7 +216,7 @@ int brig_cgroup_stats_parse(const char *file, const char *text, struct brig_cgro
 int brig_cgroup_oom_watch(const struct brig_cgroup *cg, int *fd, brig_error_t *err);
 int brig_cgroup_oom_kills(const struct brig_cgroup *cg, uint64_t *out, brig_error_t *err);
 
-/* ---- v1 (pure; v1_plan.c, v1_devices_plan.c) ---- */
+/* ---- v1 (pure; v1_plan.c, v1_devices_plan.c, v1_devices_update.c) ---- */
 
 /* The files a resources section becomes on v1 hierarchies, each named
  * "<controller>.<file>" ("memory.limit_in_bytes", "cpu.cfs_quota_us",
@@ -242,5 +242,29 @@ int brig_cgroup_v1_devices_plan(const struct brig_device_rule *rules, size_t n_r
  * allow, 0 deny, -1 a write or an argument it can't read. */
 int brig_cgroup_v1_devices_eval(const struct brig_cgroup_write *w, size_t n, char type,
                                 int64_t major, int64_t minor, const char *access);
+/* The state those writes leave a new cgroup in, in its shortest form: "a"
+ * to the default's file (devices.deny for an allow-list, devices.allow
+ * for allow-all), then each exception to the other file, once
+ * ("c 1:3 rwm"). */
+int brig_cgroup_v1_devices_state(const struct brig_device_rule *rules, size_t n_rules,
+                                 struct brig_cgroup_write **out, size_t *n, brig_error_t *err);
+/* The writes that take a devices cgroup whose devices.list reads `list`
+ * to that state without a gap, for a container whose processes are
+ * running (v1_devices_update.c): allows of the access that is new, then
+ * denies of the access that goes, each to the one exception concerned,
+ * so a device that keeps its access never loses it; nothing at all when
+ * the list is the state already. "a" is written only where the default
+ * must be set: "deny a" when an allow-all cgroup gets an allow-list (the
+ * one moment where nothing is allowed, as the kernel has no other way),
+ * "allow a" whenever the rules allow all, as an allow-all list ("a *:*
+ * rwm") hides the denies it holds. */
+int brig_cgroup_v1_devices_update(const char *list, const struct brig_device_rule *rules,
+                                  size_t n_rules, struct brig_cgroup_write **out, size_t *n,
+                                  brig_error_t *err);
+/* 0 when devices.list text `list` shows the state the rules make (for
+ * allow-all rules, as far as the list tells: that it allows all), else an
+ * error that names the first difference. */
+int brig_cgroup_v1_devices_check_list(const char *list, const struct brig_device_rule *rules,
+                                      size_t n_rules, brig_error_t *err);
 
 #endif

@@ -301,3 +301,37 @@ own_cgroup() {
 	brig update -r - "$CID" <<<'{"hugepageLimits": [{"pageSize": "2MB", "limit": 8388608}]}'
 	[ "$(cat "$v2/hugetlb.2MB.max")" = 8388608 ]
 }
+
+@test "v1: update changes the device list with no gap, and a device it removes is denied after" {
+	grep -q "^120 " /proc/devices && skip "major 120 is in use on this host"
+	mkdir -p "$BATS_TEST_TMPDIR/out"
+	add_bind_mount "$BATS_TEST_TMPDIR/out" /out
+	# c 120:* has no driver: an open the cgroup lets through fails with
+	# ENXIO, one it stops with EPERM.
+	update_config '.linux.devices = [{path: "/dev/probe", type: "c", major: 120, minor: 0, fileMode: 438}]
+		| .linux.resources.devices = [{allow: false, access: "rwm"}, {allow: true, type: "c", major: 120, minor: 0, access: "rwm"}]'
+	set_args sh -c 'n=0; f=0; while [ ! -e /out/stop ]; do echo x >/dev/null || f=$((f+1)); n=$((n+1)); done; echo "$n $f" >/out/result; exec sleep 100'
+	brig_detached run -d "$CID"
+	list="$(v1_dir "$CID" devices)/devices.list"
+	grep -qx "c 120:0 rwm" "$list" || fail "$(cat "$list")"
+	# Each update adds, narrows or removes a device; /dev/null stays.
+	with='{"devices": [{"allow": false, "access": "rwm"}, {"allow": true, "type": "c", "major": 120, "minor": 0, "access": "rwm"}, {"allow": true, "type": "c", "major": 120, "minor": 1, "access": "r"}]}'
+	without='{"devices": [{"allow": false, "access": "rwm"}, {"allow": true, "type": "c", "major": 120, "minor": 1, "access": "rw"}]}'
+	for _ in $(seq 25); do
+		brig update -r - "$CID" <<<"$without"
+		brig update -r - "$CID" <<<"$with"
+	done
+	touch "$BATS_TEST_TMPDIR/out/stop"
+	wait_for_file "$BATS_TEST_TMPDIR/out/result"
+	read -r loops failures <"$BATS_TEST_TMPDIR/out/result"
+	[ "$failures" = 0 ] || fail "$failures of $loops writes to /dev/null failed during the updates"
+	[ "$loops" -gt 100 ] || fail "only $loops writes: the loop did not run beside the updates"
+	grep -qx "c 1:3 rwm" "$list" && grep -qx "c 120:1 r" "$list" || fail "$(cat "$list")"
+	run brig exec "$CID" sh -c 'echo x >/dev/probe'
+	[[ "$output" == *"No such device or address"* ]] || fail "c 120:0 allowed: $output"
+	brig update -r - "$CID" <<<"$without"
+	! grep -q "^c 120:0 " "$list" || fail "$(cat "$list")"
+	run brig exec "$CID" sh -c 'echo x >/dev/probe'
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"Operation not permitted"* ]] || fail "c 120:0 removed: $output"
+}
