@@ -335,3 +335,79 @@ own_cgroup() {
 	[ "$status" -ne 0 ]
 	[[ "$output" == *"Operation not permitted"* ]] || fail "c 120:0 removed: $output"
 }
+
+@test "v1: exec --cgroup memory:sub runs in memory's sub-cgroup, in the container's own elsewhere" {
+	set_args sleep 100
+	brig_detached run -d "$CID"
+	brig exec --detach --cgroup memory:sub --pid-file "$BATS_TEST_TMPDIR/p1" "$CID" sleep 55 </dev/null >/dev/null 2>&1
+	pid=$(cat "$BATS_TEST_TMPDIR/p1")
+	mem=$(v1_dir "$CID" memory)
+	grep -qx "$pid" "$mem/sub/cgroup.procs" || fail "not in $mem/sub"
+	[ ! -e "$mem/memory:sub" ] || fail "a directory named memory:sub"
+	for h in pids cpu cpuacct cpuset devices freezer blkio; do
+		dir=$(v1_dir "$CID" "$h")
+		grep -qx "$pid" "$dir/cgroup.procs" || fail "not in the container's own $h cgroup"
+		[ ! -e "$dir/sub" ] || fail "sub made in the $h hierarchy"
+	done
+	# Repeated, with controller lists; ".." stops at the container's cgroup.
+	brig exec --detach --cgroup cpu,pids:a --cgroup freezer:../../b --pid-file "$BATS_TEST_TMPDIR/p2" "$CID" sleep 55 </dev/null >/dev/null 2>&1
+	pid=$(cat "$BATS_TEST_TMPDIR/p2")
+	grep -qx "$pid" "$(v1_dir "$CID" cpu)/a/cgroup.procs"
+	grep -qx "$pid" "$(v1_dir "$CID" pids)/a/cgroup.procs"
+	grep -qx "$pid" "$(v1_dir "$CID" freezer)/b/cgroup.procs"
+	grep -qx "$pid" "$mem/cgroup.procs"
+	# A path alone is for every hierarchy.
+	brig exec --detach --cgroup all --pid-file "$BATS_TEST_TMPDIR/p3" "$CID" sleep 55 </dev/null >/dev/null 2>&1
+	pid=$(cat "$BATS_TEST_TMPDIR/p3")
+	for h in memory pids cpu freezer devices; do
+		grep -qx "$pid" "$(v1_dir "$CID" "$h")/all/cgroup.procs" || fail "not in $h/all"
+	done
+	# ps sees them all, and delete removes the sub-cgroups.
+	[ "$(brig ps -f json "$CID" | jq length)" = 4 ]
+	brig delete -f "$CID"
+	[ ! -e "$mem" ] || fail "left behind: $mem"
+}
+
+@test "v1: a bad exec --cgroup is refused in one line, and nothing is made" {
+	set_args sleep 100
+	brig_detached run -d "$CID"
+	for bad in memory:a:b ,memory:x memory,:x nosuch:x; do
+		run --separate-stderr brig exec --cgroup "$bad" "$CID" true
+		assert_one_line_error "$bad"
+	done
+	run --separate-stderr brig exec --cgroup nosuch:x "$CID" true
+	assert_one_line_error "no cgroup v1 hierarchy" nosuch
+	run --separate-stderr brig exec --cgroup sub --cgroup memory:x "$CID" true
+	assert_one_line_error "<controller>:" "the only"
+	run --separate-stderr brig exec --cgroup memory:a --cgroup memory,pids:b "$CID" true
+	assert_one_line_error "memory" "twice"
+	for h in memory pids; do
+		dir=$(v1_dir "$CID" "$h")
+		[ -z "$(find "$dir" -mindepth 1 -type d)" ] || fail "made: $(find "$dir" -mindepth 1 -type d)"
+	done
+	# Two controllers of one hierarchy can't go to two paths (where the
+	# host mounts cpu and cpuacct together).
+	if grep -Eq " - cgroup .*[ ,](cpu,cpuacct|cpuacct,cpu)" /proc/self/mountinfo; then
+		run --separate-stderr brig exec --cgroup cpu:a --cgroup cpuacct:b "$CID" true
+		assert_one_line_error "one hierarchy"
+	fi
+}
+
+@test "v1: with the v2 tree as the only one, exec --cgroup takes a path alone and refuses a controller" {
+	mountpoint -q /sys/fs/cgroup/unified || skip "not a hybrid host"
+	set_args sleep 100
+	# A mount namespace where the v2 tree is /sys/fs/cgroup: a unified
+	# host, as far as brig can tell.
+	run --separate-stderr unshare -m sh -c "
+		mount --bind /sys/fs/cgroup/unified /sys/fs/cgroup || exit 9
+		'$BRIG' --root '$ROOT' run -d '$CID' </dev/null >/dev/null 2>&1 || exit 8
+		'$BRIG' --root '$ROOT' exec --cgroup sub '$CID' grep '^0::' /proc/self/cgroup
+		'$BRIG' --root '$ROOT' exec --cgroup memory:x '$CID' true
+		rc=\$?
+		[ ! -e /sys/fs/cgroup/brig/'$CID'/memory:x ] || echo made memory:x
+		'$BRIG' --root '$ROOT' delete -f '$CID'
+		exit \$rc"
+	[ "$status" -ne 0 ] && [ "$status" -lt 8 ] || fail "status $status: $output $stderr"
+	[ "$output" = "0::/sub" ] || fail "$output"
+	assert_one_line_error "memory:x" "cgroup v1" "v2"
+}

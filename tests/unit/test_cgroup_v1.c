@@ -3,9 +3,10 @@
  * of the kernel's list, over random rule sets), the writes that take a
  * live cgroup's list to the rules' without a gap (named cases, and random
  * pairs of lists replayed write by write on the model), the controllers a
- * v1 plan names; then, as root on a host with a v1 devices hierarchy, the
- * lists written into a real cgroup, updated from what its devices.list
- * reads, and devices opened from inside it. */
+ * v1 plan names, exec --cgroup's sub-cgroups as read; then, as root on a
+ * host with a v1 devices hierarchy, the lists written into a real cgroup,
+ * updated from what its devices.list reads, and devices opened from
+ * inside it. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -980,6 +981,79 @@ static void test_devices_update_random(void)
     CHECK(rounds > 1000, "random transitions: most rounds have two lists v1 can express");
 }
 
+/* ---- exec --cgroup's sub-cgroups ---------------------------------------------------- */
+
+/* The entries as "controller=path; ..." ("*" for every hierarchy), or
+ * "ERROR: message". */
+static char *sub_text(const char *const *args, size_t n_args)
+{
+    struct brig_cgroup_sub *s = NULL;
+    size_t n = 0;
+    brig_error_t err = NULL;
+    char *text = NULL;
+    size_t size = 0;
+    if (brig_cgroup_sub_parse(args, n_args, &s, &n, &err) < 0) {
+        if (asprintf(&text, "ERROR: %s", err->msg) < 0)
+            text = NULL;
+        brig_error_release(&err);
+        return text;
+    }
+    FILE *f = open_memstream(&text, &size);
+    for (size_t i = 0; f && i < n; i++)
+        fprintf(f, "%s%s=%s", i ? "; " : "", s[i].controller ? s[i].controller : "*", s[i].path);
+    if (f)
+        fclose(f);
+    brig_cgroup_sub_free(s, n);
+    return text;
+}
+
+static void test_sub_parse(void)
+{
+    const struct {
+        const char *name;
+        const char *args[3];
+        size_t n;
+        const char *want;
+    } cases[] = {
+        { "a path alone is for every hierarchy", { "sub" }, 1, "*=sub" },
+        { "cleaned", { "/a/./b//c/" }, 1, "*=a/b/c" },
+        { "\"..\" stops at the container's cgroup", { "../../x/../../y" }, 1, "*=y" },
+        { "\"/\" is the container's cgroup", { "/" }, 1, "*=" },
+        { "one controller", { "memory:sub" }, 1, "memory=sub" },
+        { "co-mounted controllers", { "cpu,cpuacct:s" }, 1, "cpu=s; cpuacct=s" },
+        { "a named hierarchy", { "name=systemd:s" }, 1, "name=systemd=s" },
+        { "repeated, a controller each", { "memory:a", "pids:b/c" }, 2, "memory=a; pids=b/c" },
+        { "an empty path is the container's own", { "memory:" }, 1, "memory=" },
+        { "a path alone beside another",
+          { "sub", "memory:a" },
+          2,
+          "ERROR: sub-cgroup `sub`: a path without a `<controller>:` prefix must be the only "
+          "sub-cgroup given" },
+        { "two paths alone", { "a", "b" }, 2, "ERROR: must be the only" },
+        { "a second colon",
+          { "memory:a:b" },
+          1,
+          "ERROR: sub-cgroup `memory:a:b`: more than one `:` (the form is "
+          "[<controller>[,<controller>...]:]<path>)" },
+        { "an empty controller", { ":x" }, 1, "ERROR: sub-cgroup `:x`: an empty controller name" },
+        { "an empty controller after a comma", { "memory,:x" }, 1, "ERROR: empty controller" },
+        { "an empty controller before a comma", { ",memory:x" }, 1, "ERROR: empty controller" },
+        { "a controller twice",
+          { "memory:a", "memory:b" },
+          2,
+          "ERROR: sub-cgroup `memory:b`: controller `memory` is given twice" },
+        { "a controller twice in one", { "cpu,cpu:x" }, 1, "ERROR: `cpu` is given twice" },
+        { "a line break", { "a\nb" }, 1, "ERROR: has a line break" },
+    };
+    for (size_t i = 0; i < N(cases); i++) {
+        char *got = sub_text(cases[i].args, cases[i].n);
+        if (strncmp(cases[i].want, "ERROR: ", 7) == 0)
+            unit_check_error(cases[i].name, got, cases[i].want + 7);
+        else
+            check_text(cases[i].name, got, cases[i].want);
+    }
+}
+
 /* ---- as root: a real v1 devices cgroup ---------------------------------------------- */
 
 #define V1_DEVICES "/sys/fs/cgroup/devices"
@@ -1333,6 +1407,7 @@ int main(void)
     test_devices_update();
     test_devices_check_list();
     test_devices_update_random();
+    test_sub_parse();
     if (geteuid() == 0)
         test_kernel();
     else
