@@ -38,7 +38,8 @@ static const char usage[] =
     "  -d, --detach              return once the process has started\n"
     "      --pid-file FILE       write the process's pid to FILE\n"
     "      --preserve-fds N      pass N extra fds (from 3) to the process\n"
-    "      --cgroup PATH         run in this sub-cgroup of the container's cgroup\n"
+    "      --cgroup [C,...:]PATH run in this sub-cgroup of the container's cgroup; on v1,\n"
+    "                            C:PATH for controller C's hierarchy alone (repeatable)\n"
     "      --ignore-paused       exec even if the container is paused\n"
     "      --timeout DURATION    kill the process group after DURATION (5s, 500ms, 2m);\n"
     "                            exec then exits 124\n"
@@ -66,7 +67,17 @@ struct exec_flags {
     size_t n_caps;
     uint32_t *gids;
     size_t n_gids;
+    char **cgroups;
+    size_t n_cgroups;
 };
+
+static void flags_free(struct exec_flags *f)
+{
+    free(f->env);
+    free(f->caps);
+    free(f->gids);
+    free(f->cgroups);
+}
 
 static int push(char ***list, size_t *n, char *item)
 {
@@ -251,7 +262,8 @@ static int apply_flag(int c, char **argv, struct exec_flags *f, struct brig_exec
             return done;
         break;
     case OPT_CGROUP:
-        o->cgroup = optarg;
+        if (push(&f->cgroups, &f->n_cgroups, optarg))
+            return 1;
         break;
     case OPT_IGNORE_PAUSED:
         o->ignore_paused = true;
@@ -384,12 +396,12 @@ int brig_cmd_exec(int argc, char **argv)
     if (r == BRIG_CLI_GO_ON)
         r = brig_parse_args(argc, argv, 1, argc, "container id");
     if (r != BRIG_CLI_GO_ON) {
-        free(f.env);
-        free(f.caps);
-        free(f.gids);
+        flags_free(&f);
         return r;
     }
     o.id = argv[optind];
+    o.cgroups = (const char *const *) f.cgroups;
+    o.n_cgroups = f.n_cgroups;
     char **args = argv + optind + 1;
     int n_args = argc - optind - 1;
 
@@ -417,8 +429,6 @@ int brig_cmd_exec(int argc, char **argv)
     }
     brig_process_free(from_file);
     brig_spec_free(spec);
-    free(f.env);
-    free(f.caps);
-    free(f.gids);
+    flags_free(&f);
     return r;
 }

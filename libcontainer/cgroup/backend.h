@@ -28,8 +28,8 @@ struct brig_cgroup_backend {
     int (*destroy)(const char *path, brig_error_t *err);
     int (*stats)(const struct brig_cgroup *cg, struct brig_cgroup_stats *out, brig_error_t *err);
     int (*clone_fd)(const struct brig_cgroup *cg);
-    int (*open_sub)(const struct brig_cgroup *cg, const char *sub, struct brig_cgroup *out,
-                    brig_error_t *err);
+    int (*open_sub)(const struct brig_cgroup *cg, const struct brig_cgroup_sub *subs, size_t n,
+                    struct brig_cgroup *out, brig_error_t *err);
     int (*oom_watch)(const struct brig_cgroup *cg, int *fd, brig_error_t *err);
     int (*oom_kills)(const struct brig_cgroup *cg, uint64_t *out, brig_error_t *err);
     void (*close)(struct brig_cgroup *cg); /* what the backend owns beyond path, dir_fd */

@@ -171,11 +171,17 @@ int brig_cgroup_clone_fd(const struct brig_cgroup *cg)
     return backend_of(cg)->clone_fd(cg);
 }
 
-int brig_cgroup_open_sub(const struct brig_cgroup *cg, const char *sub, struct brig_cgroup *out,
-                         brig_error_t *err)
+int brig_cgroup_open_sub(const struct brig_cgroup *cg, const char *const *args, size_t n_args,
+                         struct brig_cgroup *out, brig_error_t *err)
 {
     *out = (struct brig_cgroup) BRIG_CGROUP_INIT;
-    return backend_of(cg)->open_sub(cg, sub, out, err);
+    struct brig_cgroup_sub *subs = NULL;
+    size_t n = 0;
+    if (brig_cgroup_sub_parse(args, n_args, &subs, &n, err) < 0)
+        return -1;
+    int rc = backend_of(cg)->open_sub(cg, subs, n, out, err);
+    brig_cgroup_sub_free(subs, n);
+    return rc;
 }
 
 int brig_cgroup_oom_watch(const struct brig_cgroup *cg, int *fd, brig_error_t *err)

@@ -7,8 +7,8 @@
  * limit that needs a controller the host doesn't have fails by name. The
  * pure parts (where a cgroup goes, which files a resources section
  * becomes, what a stats file says) are cgroup_plan.c, v1_plan.c,
- * v1_devices_plan.c and stats.c; the device program is devices_bpf* on
- * v2, devices.allow/deny lists on v1. */
+ * v1_devices_plan.c, v1_devices_update.c, sub.c and stats.c; the device
+ * program is devices_bpf* on v2, devices.allow/deny lists on v1. */
 #ifndef BRIG_CGROUP_H
 #define BRIG_CGROUP_H
 
@@ -162,10 +162,28 @@ int brig_cgroup_add_pid(const struct brig_cgroup *cg, pid_t pid, brig_error_t *e
  * when that alone places it wholly (v2); -1 when the runtime must place
  * it with brig_cgroup_add_pid() instead (v1 hierarchies). */
 int brig_cgroup_clone_fd(const struct brig_cgroup *cg);
-/* A child cgroup `sub` (cleaned, can't climb out) of the container's, made
- * where missing, opened as a cgroup of its own: `exec --cgroup`. */
-int brig_cgroup_open_sub(const struct brig_cgroup *cg, const char *sub, struct brig_cgroup *out,
-                         brig_error_t *err);
+/* The sub-cgroups of `exec --cgroup`, as runc takes them (sub.c): each
+ * argument "<path>", for every hierarchy (then it is the only one; the
+ * one form cgroup v2 has), or "<controller>[,<controller>...]:<path>",
+ * for the hierarchies that bind those controllers (v1); an entry per
+ * controller. A second ":", an empty controller name or one named twice
+ * is refused. Pure. */
+struct brig_cgroup_sub {
+    const char *arg;  /* the argument it came from, for messages */
+    char *controller; /* "memory", "name=systemd"; NULL: every hierarchy */
+    char *path;       /* below the container's cgroup, cleaned as if absolute so
+                         ".." stops there: "a/b", "" for the cgroup itself */
+};
+int brig_cgroup_sub_parse(const char *const *args, size_t n_args, struct brig_cgroup_sub **out,
+                          size_t *n, brig_error_t *err);
+void brig_cgroup_sub_free(struct brig_cgroup_sub *s, size_t n);
+/* The container's cgroup with the processes' hierarchies moved to those
+ * sub-cgroups (brig_cgroup_sub_parse's arguments), each made where
+ * missing (its parent must exist), opened as a cgroup of its own. On v1
+ * a hierarchy no argument names stays the container's own; on v2 a
+ * controller prefix is refused. */
+int brig_cgroup_open_sub(const struct brig_cgroup *cg, const char *const *args, size_t n_args,
+                         struct brig_cgroup *out, brig_error_t *err);
 int brig_cgroup_freeze(const struct brig_cgroup *cg, bool frozen, brig_error_t *err);
 /* True when cgroup.freeze is 1 (what `state` reports as paused). */
 bool brig_cgroup_is_frozen(const struct brig_cgroup *cg);
@@ -224,7 +242,7 @@ int brig_cgroup_stats_parse(const char *file, const char *text, struct brig_cgro
 int brig_cgroup_oom_watch(const struct brig_cgroup *cg, int *fd, brig_error_t *err);
 int brig_cgroup_oom_kills(const struct brig_cgroup *cg, uint64_t *out, brig_error_t *err);
 
-/* ---- v1 (pure; v1_plan.c, v1_devices_plan.c) ---- */
+/* ---- v1 (pure; v1_plan.c, v1_devices_plan.c, v1_devices_update.c) ---- */
 
 /* The files a resources section becomes on v1 hierarchies, each named
  * "<controller>.<file>" ("memory.limit_in_bytes", "cpu.cfs_quota_us",
@@ -250,5 +268,29 @@ int brig_cgroup_v1_devices_plan(const struct brig_device_rule *rules, size_t n_r
  * allow, 0 deny, -1 a write or an argument it can't read. */
 int brig_cgroup_v1_devices_eval(const struct brig_cgroup_write *w, size_t n, char type,
                                 int64_t major, int64_t minor, const char *access);
+/* The state those writes leave a new cgroup in, in its shortest form: "a"
+ * to the default's file (devices.deny for an allow-list, devices.allow
+ * for allow-all), then each exception to the other file, once
+ * ("c 1:3 rwm"). */
+int brig_cgroup_v1_devices_state(const struct brig_device_rule *rules, size_t n_rules,
+                                 struct brig_cgroup_write **out, size_t *n, brig_error_t *err);
+/* The writes that take a devices cgroup whose devices.list reads `list`
+ * to that state without a gap, for a container whose processes are
+ * running (v1_devices_update.c): allows of the access that is new, then
+ * denies of the access that goes, each to the one exception concerned,
+ * so a device that keeps its access never loses it; nothing at all when
+ * the list is the state already. "a" is written only where the default
+ * must be set: "deny a" when an allow-all cgroup gets an allow-list (the
+ * one moment where nothing is allowed, as the kernel has no other way),
+ * "allow a" whenever the rules allow all, as an allow-all list ("a *:*
+ * rwm") hides the denies it holds. */
+int brig_cgroup_v1_devices_update(const char *list, const struct brig_device_rule *rules,
+                                  size_t n_rules, struct brig_cgroup_write **out, size_t *n,
+                                  brig_error_t *err);
+/* 0 when devices.list text `list` shows the state the rules make (for
+ * allow-all rules, as far as the list tells: that it allows all), else an
+ * error that names the first difference. */
+int brig_cgroup_v1_devices_check_list(const char *list, const struct brig_device_rule *rules,
+                                      size_t n_rules, brig_error_t *err);
 
 #endif

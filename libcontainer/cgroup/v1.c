@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
-#include "base/path.h"
 #include "base/utils.h"
 #include "cgroup/devices_bpf.h"
 
@@ -440,35 +439,74 @@ static int v1_clone_fd(const struct brig_cgroup *cg)
     return -1; /* clone3 reaches one hierarchy: the runtime places it */
 }
 
-static int v1_open_sub(const struct brig_cgroup *cg, const char *sub, struct brig_cgroup *out,
-                       brig_error_t *err)
+/* Which sub-path each of the container's directories takes: a path
+ * without a controller, every one's; else the path of the entry whose
+ * controller its hierarchy binds, or "" (the container's own). Two
+ * entries can name one hierarchy ("cpu" and "cpuacct") only with one
+ * path; every controller named must be bound by a v1 hierarchy. */
+static int sub_paths(const struct brig_cgroup_v1 *v, const struct brig_cgroup_sub *subs, size_t n,
+                     const struct brig_cgroup_sub **by, brig_error_t *err)
 {
-    cleanup_free char *clean = brig_path_clean(sub);
-    if (clean == NULL)
-        return brig_error_set(err, ENOMEM, "sub-cgroup `%s`", sub);
-    if (strpbrk(clean, "\n\r") != NULL)
-        return brig_error_set(err, 0, "sub-cgroup `%s`: has a line break", sub);
-    /* Cleaned as an absolute path, ".." can't climb above the container's
-     * cgroup. */
-    const char *rel = clean[0] == '/' ? clean + 1 : clean;
+    for (size_t k = 0; k < n; k++) {
+        bool bound = false;
+        for (size_t i = 0; i < v->n; i++) {
+            const struct brig_cgroup_hierarchy *h = v->dirs[i].h;
+            if (subs[k].controller && (h->v2 || !brig_cgroup_hierarchy_has(h, subs[k].controller)))
+                continue;
+            bound = true;
+            if (by[i] && strcmp(by[i]->path, subs[k].path) != 0)
+                return brig_error_set(err, 0,
+                                      "sub-cgroups `%s` and `%s`: %s and %s are one hierarchy "
+                                      "(%s), which can't go to two paths",
+                                      by[i]->arg, subs[k].arg, by[i]->controller,
+                                      subs[k].controller, h->controllers);
+            by[i] = &subs[k];
+        }
+        if (!bound)
+            return brig_error_set(err, 0,
+                                  "sub-cgroup `%s`: no cgroup v1 hierarchy on this host binds "
+                                  "controller `%s`",
+                                  subs[k].arg, subs[k].controller);
+    }
+    return 0;
+}
+
+/* The directory of d for sub (NULL: d's own), made when missing; its
+ * path goes to f as a line. */
+static int sub_dir(const struct brig_cgroup_v1_dir *d, const struct brig_cgroup_sub *sub, FILE *f,
+                   brig_error_t *err)
+{
+    if (sub == NULL || *sub->path == '\0') {
+        fprintf(f, "%s\n", d->path);
+        return 0;
+    }
+    cleanup_free char *dir = NULL;
+    if (asprintf(&dir, "%s/%s", d->path, sub->path) < 0)
+        return brig_error_set(err, ENOMEM, "sub-cgroup");
+    if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+        return brig_error_set(err, errno, "create sub-cgroup `%s`", dir);
+    if (brig_cgroup_hierarchy_has(d->h, "cpuset") && cpuset_inherit(dir, strlen(d->path), err) < 0)
+        return -1;
+    fprintf(f, "%s\n", dir);
+    return 0;
+}
+
+static int v1_open_sub(const struct brig_cgroup *cg, const struct brig_cgroup_sub *subs, size_t n,
+                       struct brig_cgroup *out, brig_error_t *err)
+{
+    cleanup_free const struct brig_cgroup_sub **by = calloc(cg->v1->n + 1, sizeof *by);
+    if (by == NULL)
+        return brig_error_set(err, ENOMEM, "sub-cgroup");
+    if (sub_paths(cg->v1, subs, n, by, err) < 0)
+        return -1;
     cleanup_free char *path = NULL;
     size_t len = 0;
     cleanup_file FILE *f = open_memstream(&path, &len);
     if (f == NULL)
         return brig_error_set(err, ENOMEM, "sub-cgroup");
-    for (size_t i = 0; i < cg->v1->n; i++) {
-        const struct brig_cgroup_v1_dir *d = &cg->v1->dirs[i];
-        cleanup_free char *dir = NULL;
-        if (asprintf(&dir, "%s/%s", d->path, rel) < 0)
-            return brig_error_set(err, ENOMEM, "sub-cgroup");
-        bool made = *rel && mkdir(dir, 0755) == 0;
-        if (*rel && !made && errno != EEXIST)
-            return brig_error_set(err, errno, "create sub-cgroup `%s`", dir);
-        if (*rel && brig_cgroup_hierarchy_has(d->h, "cpuset")
-            && cpuset_inherit(dir, strlen(d->path), err) < 0)
+    for (size_t i = 0; i < cg->v1->n; i++)
+        if (sub_dir(&cg->v1->dirs[i], by[i], f, err) < 0)
             return -1;
-        fprintf(f, "%s\n", dir);
-    }
     if (fclose(brig_steal_ptr(f)) != 0)
         return brig_error_set(err, ENOMEM, "sub-cgroup");
     return v1_open(path, out, err);

@@ -172,6 +172,35 @@ static int write_plan(const struct brig_cgroup *cg, const struct brig_cgroup_wri
     return 0;
 }
 
+/* The device list from what devices.list reads now to what the rules
+ * make, by the changes alone (brig_cgroup_v1_devices_update): processes
+ * running in the cgroup keep every device the rules keep while it
+ * changes. A new cgroup takes the same way (from the list it copied from
+ * its parent). The list is then read back and compared, so that a model
+ * that has drifted from the kernel shows as an error, not as a list other
+ * than the rules'. */
+static int write_devices(const struct brig_cgroup_v1_dir *d, const struct brig_resources *r,
+                         brig_error_t *err)
+{
+    cleanup_free char *list = NULL;
+    if (brig_read_file_at(d->fd, "devices.list", &list, NULL, err) < 0)
+        return brig_error_wrap(err, "cgroup `%s`", d->path);
+    struct brig_cgroup_write *w = NULL;
+    size_t n = 0;
+    if (brig_cgroup_v1_devices_update(list, r->devices, r->n_devices, &w, &n, err) < 0)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = brig_cgroup_v1_write(d->fd, d->path, w[i].file, w[i].value, err);
+    brig_cgroup_plan_free(w, n);
+    cleanup_free char *after = NULL;
+    if (rc == 0 && brig_read_file_at(d->fd, "devices.list", &after, NULL, err) < 0)
+        return brig_error_wrap(err, "cgroup `%s`", d->path);
+    if (rc == 0 && brig_cgroup_v1_devices_check_list(after, r->devices, r->n_devices, err) < 0)
+        return brig_error_wrap(err, "cgroup `%s`", d->path);
+    return rc;
+}
+
 static int apply_devices(const struct brig_cgroup *cg, const struct brig_resources *r,
                          brig_error_t *err)
 {
@@ -188,15 +217,7 @@ static int apply_devices(const struct brig_cgroup *cg, const struct brig_resourc
         free(p.insns);
         return rc < 0 ? brig_error_wrap(err, "cgroup `%s`: device rules", u->path) : 0;
     }
-    struct brig_cgroup_write *w = NULL;
-    size_t n = 0;
-    if (brig_cgroup_v1_devices_plan(r->devices, r->n_devices, &w, &n, err) < 0)
-        return -1;
-    int rc = 0;
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = brig_cgroup_v1_write(d->fd, d->path, w[i].file, w[i].value, err);
-    brig_cgroup_plan_free(w, n);
-    return rc < 0 ? brig_error_wrap(err, "device rules") : 0;
+    return write_devices(d, r, err) < 0 ? brig_error_wrap(err, "device rules") : 0;
 }
 
 /* The v2 directory's part, through the v2 backend (which enables the

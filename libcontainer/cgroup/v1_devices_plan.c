@@ -457,3 +457,42 @@ int brig_cgroup_v1_devices_plan(const struct brig_device_rule *rules, size_t n_r
     struct brig_cgroup_plan_list p = { NULL, 0, 0 };
     return brig_cgroup_plan_finish(&p, plan_devices(&p, all, n_rules, err), out, n);
 }
+
+/* ---- the state, written out ------------------------------------------------------- */
+
+/* The default's "a", then every exception to the other file. */
+static int state_writes(struct brig_cgroup_plan_list *p, const struct v1_state *st,
+                        brig_error_t *err)
+{
+    const char *against = st->allow_default ? "devices.deny" : "devices.allow";
+    if (brig_cgroup_plan_add(p, err, st->allow_default ? "devices.allow" : "devices.deny", "a") < 0)
+        return -1;
+    for (size_t i = 0; i < st->n; i++) {
+        const struct v1_exception *e = &st->ex[i];
+        char major[24], minor[24], access[4];
+        number_text(e->major, major);
+        number_text(e->minor, minor);
+        access_text(e->access, access);
+        if (brig_cgroup_plan_add(p, err, against, "%c %s:%s %s",
+                                 e->type == BPF_DEVCG_DEV_BLOCK ? 'b' : 'c', major, minor, access)
+            < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int brig_cgroup_v1_devices_state(const struct brig_device_rule *rules, size_t n_rules,
+                                 struct brig_cgroup_write **out, size_t *n, brig_error_t *err)
+{
+    struct brig_cgroup_write *w = NULL;
+    size_t nw = 0;
+    if (brig_cgroup_v1_devices_plan(rules, n_rules, &w, &nw, err) < 0)
+        return -1;
+    cleanup_state struct v1_state st = V1_FRESH;
+    int rc = state_replay(&st, w, 0, nw, err);
+    brig_cgroup_plan_free(w, nw);
+    struct brig_cgroup_plan_list p = { NULL, 0, 0 };
+    if (rc == 0)
+        rc = state_writes(&p, &st, err);
+    return brig_cgroup_plan_finish(&p, rc, out, n);
+}

@@ -453,18 +453,19 @@ static int v2_clone_fd(const struct brig_cgroup *cg)
     return cg->dir_fd;
 }
 
-static int v2_open_sub(const struct brig_cgroup *cg, const char *sub, struct brig_cgroup *out,
-                       brig_error_t *err)
+/* One path, for the one hierarchy (brig_cgroup_sub_parse has refused
+ * more than one without a controller). */
+static int v2_open_sub(const struct brig_cgroup *cg, const struct brig_cgroup_sub *subs, size_t n,
+                       struct brig_cgroup *out, brig_error_t *err)
 {
-    cleanup_free char *clean = brig_path_clean(sub);
+    if (n != 1 || subs[0].controller)
+        return brig_error_set(err, 0,
+                              "sub-cgroup `%s`: a `<controller>:` prefix selects a cgroup v1 "
+                              "hierarchy, and this container's cgroup is v2 (give the path alone)",
+                              n ? subs[0].arg : "");
     cleanup_free char *path = NULL;
-    if (clean == NULL)
-        return brig_error_set(err, ENOMEM, "sub-cgroup `%s`", sub);
-    /* Cleaned as an absolute path, ".." can't climb above the container's
-     * cgroup. */
-    const char *rel = clean[0] == '/' ? clean + 1 : clean;
-    if (asprintf(&path, "%s/%s", cg->path, rel) < 0)
-        return brig_error_set(err, ENOMEM, "sub-cgroup `%s`", sub);
+    if (asprintf(&path, "%s/%s", cg->path, subs[0].path) < 0)
+        return brig_error_set(err, ENOMEM, "sub-cgroup `%s`", subs[0].arg);
     if (mkdir(path, 0755) < 0 && errno != EEXIST)
         return brig_error_set(err, errno, "create sub-cgroup `%s`", path);
     return v2_open(path, out, err);

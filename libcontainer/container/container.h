@@ -91,7 +91,11 @@ struct brig_exec_options {
     int *pty_master;                    /* or the caller takes it (exec relays it) */
     const int *stdio;                   /* the process's fds 0, 1, 2; NULL: the caller's own */
     int preserve_fds;
-    const char *cgroup; /* --cgroup: a sub-cgroup of the container's */
+    /* Sub-cgroups of the container's to run in, as runc's exec --cgroup
+     * takes them: "[<controller>[,<controller>...]:]<path>" each
+     * (brig_cgroup_sub_parse); none: the container's cgroup itself. */
+    const char *const *cgroups;
+    size_t n_cgroups;
     bool ignore_paused;
     /* The container's saved spec when the caller has read it already (for
      * the process defaults); NULL: read here. Saves parsing it twice. A

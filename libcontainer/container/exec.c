@@ -70,20 +70,21 @@ static int open_init_namespaces(pid_t init, struct brig_ns_join *join, brig_erro
     return 0;
 }
 
-/* The cgroup the process joins: the container's, or `sub` below it.
- * Returns 1 when brig manages none (the process stays where it is). */
-static int open_exec_cgroup(const struct brig_state *st, const char *sub, struct brig_cgroup *cg,
-                            brig_error_t *err)
+/* The cgroup the process joins: the container's, or the sub-cgroups the
+ * options name below it. Returns 1 when brig manages none (the process
+ * stays where it is). */
+static int open_exec_cgroup(const struct brig_state *st, const struct brig_exec_options *o,
+                            struct brig_cgroup *cg, brig_error_t *err)
 {
     if (*st->cgroup_path == '\0')
         return 1; /* not managed by brig */
     if (brig_cgroup_open(st->cgroup_path, cg, err) < 0)
         return -1;
-    if (sub == NULL || *sub == '\0')
+    if (o->n_cgroups == 0)
         return 0;
     cleanup_cgroup struct brig_cgroup top = *cg;
     *cg = (struct brig_cgroup) BRIG_CGROUP_INIT;
-    return brig_cgroup_open_sub(&top, sub, cg, err);
+    return brig_cgroup_open_sub(&top, o->cgroups, o->n_cgroups, cg, err);
 }
 
 /* In the container, as the process to be: identity, terminal, exec. */
@@ -286,7 +287,7 @@ static int spawn(const struct exec_ctx *x, bool paused, pid_t *pid, brig_error_t
     if (open_init_namespaces(st->pid, &join, err) < 0)
         return -1;
     cleanup_cgroup struct brig_cgroup cgroup = BRIG_CGROUP_INIT;
-    int managed = open_exec_cgroup(st, o->cgroup, &cgroup, err);
+    int managed = open_exec_cgroup(st, o, &cgroup, err);
     if (managed < 0)
         return -1;
     int cg = managed == 0 ? brig_cgroup_clone_fd(&cgroup) : -1;

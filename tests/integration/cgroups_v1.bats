@@ -378,3 +378,113 @@ own_cgroup() {
 		done
 	done
 }
+
+@test "v1: update changes the device list with no gap, and a device it removes is denied after" {
+	grep -q "^120 " /proc/devices && skip "major 120 is in use on this host"
+	mkdir -p "$BATS_TEST_TMPDIR/out"
+	add_bind_mount "$BATS_TEST_TMPDIR/out" /out
+	# c 120:* has no driver: an open the cgroup lets through fails with
+	# ENXIO, one it stops with EPERM.
+	update_config '.linux.devices = [{path: "/dev/probe", type: "c", major: 120, minor: 0, fileMode: 438}]
+		| .linux.resources.devices = [{allow: false, access: "rwm"}, {allow: true, type: "c", major: 120, minor: 0, access: "rwm"}]'
+	set_args sh -c 'n=0; f=0; while [ ! -e /out/stop ]; do echo x >/dev/null || f=$((f+1)); n=$((n+1)); done; echo "$n $f" >/out/result; exec sleep 100'
+	brig_detached run -d "$CID"
+	list="$(v1_dir "$CID" devices)/devices.list"
+	grep -qx "c 120:0 rwm" "$list" || fail "$(cat "$list")"
+	# Each update adds, narrows or removes a device; /dev/null stays.
+	with='{"devices": [{"allow": false, "access": "rwm"}, {"allow": true, "type": "c", "major": 120, "minor": 0, "access": "rwm"}, {"allow": true, "type": "c", "major": 120, "minor": 1, "access": "r"}]}'
+	without='{"devices": [{"allow": false, "access": "rwm"}, {"allow": true, "type": "c", "major": 120, "minor": 1, "access": "rw"}]}'
+	for _ in $(seq 25); do
+		brig update -r - "$CID" <<<"$without"
+		brig update -r - "$CID" <<<"$with"
+	done
+	touch "$BATS_TEST_TMPDIR/out/stop"
+	wait_for_file "$BATS_TEST_TMPDIR/out/result"
+	read -r loops failures <"$BATS_TEST_TMPDIR/out/result"
+	[ "$failures" = 0 ] || fail "$failures of $loops writes to /dev/null failed during the updates"
+	[ "$loops" -gt 100 ] || fail "only $loops writes: the loop did not run beside the updates"
+	grep -qx "c 1:3 rwm" "$list" && grep -qx "c 120:1 r" "$list" || fail "$(cat "$list")"
+	run brig exec "$CID" sh -c 'echo x >/dev/probe'
+	[[ "$output" == *"No such device or address"* ]] || fail "c 120:0 allowed: $output"
+	brig update -r - "$CID" <<<"$without"
+	! grep -q "^c 120:0 " "$list" || fail "$(cat "$list")"
+	run brig exec "$CID" sh -c 'echo x >/dev/probe'
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"Operation not permitted"* ]] || fail "c 120:0 removed: $output"
+}
+
+@test "v1: exec --cgroup memory:sub runs in memory's sub-cgroup, in the container's own elsewhere" {
+	set_args sleep 100
+	brig_detached run -d "$CID"
+	brig exec --detach --cgroup memory:sub --pid-file "$BATS_TEST_TMPDIR/p1" "$CID" sleep 55 </dev/null >/dev/null 2>&1
+	pid=$(cat "$BATS_TEST_TMPDIR/p1")
+	mem=$(v1_dir "$CID" memory)
+	grep -qx "$pid" "$mem/sub/cgroup.procs" || fail "not in $mem/sub"
+	[ ! -e "$mem/memory:sub" ] || fail "a directory named memory:sub"
+	for h in pids cpu cpuacct cpuset devices freezer blkio; do
+		dir=$(v1_dir "$CID" "$h")
+		grep -qx "$pid" "$dir/cgroup.procs" || fail "not in the container's own $h cgroup"
+		[ ! -e "$dir/sub" ] || fail "sub made in the $h hierarchy"
+	done
+	# Repeated, with controller lists; ".." stops at the container's cgroup.
+	brig exec --detach --cgroup cpu,pids:a --cgroup freezer:../../b --pid-file "$BATS_TEST_TMPDIR/p2" "$CID" sleep 55 </dev/null >/dev/null 2>&1
+	pid=$(cat "$BATS_TEST_TMPDIR/p2")
+	grep -qx "$pid" "$(v1_dir "$CID" cpu)/a/cgroup.procs"
+	grep -qx "$pid" "$(v1_dir "$CID" pids)/a/cgroup.procs"
+	grep -qx "$pid" "$(v1_dir "$CID" freezer)/b/cgroup.procs"
+	grep -qx "$pid" "$mem/cgroup.procs"
+	# A path alone is for every hierarchy.
+	brig exec --detach --cgroup all --pid-file "$BATS_TEST_TMPDIR/p3" "$CID" sleep 55 </dev/null >/dev/null 2>&1
+	pid=$(cat "$BATS_TEST_TMPDIR/p3")
+	for h in memory pids cpu freezer devices; do
+		grep -qx "$pid" "$(v1_dir "$CID" "$h")/all/cgroup.procs" || fail "not in $h/all"
+	done
+	# ps sees them all, and delete removes the sub-cgroups.
+	[ "$(brig ps -f json "$CID" | jq length)" = 4 ]
+	brig delete -f "$CID"
+	[ ! -e "$mem" ] || fail "left behind: $mem"
+}
+
+@test "v1: a bad exec --cgroup is refused in one line, and nothing is made" {
+	set_args sleep 100
+	brig_detached run -d "$CID"
+	for bad in memory:a:b ,memory:x memory,:x nosuch:x; do
+		run --separate-stderr brig exec --cgroup "$bad" "$CID" true
+		assert_one_line_error "$bad"
+	done
+	run --separate-stderr brig exec --cgroup nosuch:x "$CID" true
+	assert_one_line_error "no cgroup v1 hierarchy" nosuch
+	run --separate-stderr brig exec --cgroup sub --cgroup memory:x "$CID" true
+	assert_one_line_error "<controller>:" "the only"
+	run --separate-stderr brig exec --cgroup memory:a --cgroup memory,pids:b "$CID" true
+	assert_one_line_error "memory" "twice"
+	for h in memory pids; do
+		dir=$(v1_dir "$CID" "$h")
+		[ -z "$(find "$dir" -mindepth 1 -type d)" ] || fail "made: $(find "$dir" -mindepth 1 -type d)"
+	done
+	# Two controllers of one hierarchy can't go to two paths (where the
+	# host mounts cpu and cpuacct together).
+	if grep -Eq " - cgroup .*[ ,](cpu,cpuacct|cpuacct,cpu)" /proc/self/mountinfo; then
+		run --separate-stderr brig exec --cgroup cpu:a --cgroup cpuacct:b "$CID" true
+		assert_one_line_error "one hierarchy"
+	fi
+}
+
+@test "v1: with the v2 tree as the only one, exec --cgroup takes a path alone and refuses a controller" {
+	mountpoint -q /sys/fs/cgroup/unified || skip "not a hybrid host"
+	set_args sleep 100
+	# A mount namespace where the v2 tree is /sys/fs/cgroup: a unified
+	# host, as far as brig can tell.
+	run --separate-stderr unshare -m sh -c "
+		mount --bind /sys/fs/cgroup/unified /sys/fs/cgroup || exit 9
+		'$BRIG' --root '$ROOT' run -d '$CID' </dev/null >/dev/null 2>&1 || exit 8
+		'$BRIG' --root '$ROOT' exec --cgroup sub '$CID' grep '^0::' /proc/self/cgroup
+		'$BRIG' --root '$ROOT' exec --cgroup memory:x '$CID' true
+		rc=\$?
+		[ ! -e /sys/fs/cgroup/brig/'$CID'/memory:x ] || echo made memory:x
+		'$BRIG' --root '$ROOT' delete -f '$CID'
+		exit \$rc"
+	[ "$status" -ne 0 ] && [ "$status" -lt 8 ] || fail "status $status: $output $stderr"
+	[ "$output" = "0::/sub" ] || fail "$output"
+	assert_one_line_error "memory:x" "cgroup v1" "v2"
+}

@@ -1,8 +1,12 @@
 /* cgroup v1's pure half: the resources → file writes plan, the devices
  * allow/deny lists checked against the eBPF program v2 gets (by the model
- * of the kernel's list, over random rule sets), the controllers a v1 plan
- * names; then, as root on a host with a v1 devices hierarchy, the lists
- * written into a real cgroup and devices opened from inside it. */
+ * of the kernel's list, over random rule sets), the writes that take a
+ * live cgroup's list to the rules' without a gap (named cases, and random
+ * pairs of lists replayed write by write on the model), the controllers a
+ * v1 plan names, exec --cgroup's sub-cgroups as read; then, as root on a
+ * host with a v1 devices hierarchy, the lists written into a real cgroup,
+ * updated from what its devices.list reads, and devices opened from
+ * inside it. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -557,6 +561,26 @@ static void test_devices_model(void)
 static const long grid_majors[] = { 0, 1, 5, 10, 136, 241 };
 static const long grid_minors[] = { 0, 2, 3, 5, 7, 8, 9, 200, 4242 };
 static const char *const grid_kinds[] = { "r", "w", "rw", "m" };
+#define GRID_N (2 * N(grid_majors) * N(grid_minors) * N(grid_kinds))
+
+struct grid_request {
+    char type;
+    long major, minor;
+    const char *kind;
+};
+
+/* The grid's i-th request, i below GRID_N. */
+static struct grid_request grid_at(size_t i)
+{
+    struct grid_request q;
+    q.kind = grid_kinds[i % N(grid_kinds)];
+    i /= N(grid_kinds);
+    q.minor = grid_minors[i % N(grid_minors)];
+    i /= N(grid_minors);
+    q.major = grid_majors[i % N(grid_majors)];
+    q.type = i / N(grid_majors) ? 'b' : 'c';
+    return q;
+}
 
 /* How many requests of the grid the writes decide otherwise than the
  * eBPF program of v2; -1 when something can't be evaluated. */
@@ -571,21 +595,16 @@ static int grid_differences(const struct brig_device_rule *rules, size_t n,
         return -1;
     }
     int differences = 0;
-    for (size_t t = 0; t < 2; t++)
-        for (size_t a = 0; a < N(grid_majors); a++)
-            for (size_t b = 0; b < N(grid_minors); b++)
-                for (size_t k = 0; k < N(grid_kinds); k++) {
-                    char type = t ? 'b' : 'c';
-                    int bpf = brig_ebpf_devices_eval(insns, len, type, grid_majors[a],
-                                                     grid_minors[b], grid_kinds[k]);
-                    int v1 = brig_cgroup_v1_devices_eval(w, nw, type, grid_majors[a],
-                                                         grid_minors[b], grid_kinds[k]);
-                    if (bpf < 0 || v1 < 0) {
-                        free(insns);
-                        return -1;
-                    }
-                    differences += bpf != v1;
-                }
+    for (size_t i = 0; i < GRID_N; i++) {
+        struct grid_request q = grid_at(i);
+        int bpf = brig_ebpf_devices_eval(insns, len, q.type, q.major, q.minor, q.kind);
+        int v1 = brig_cgroup_v1_devices_eval(w, nw, q.type, q.major, q.minor, q.kind);
+        if (bpf < 0 || v1 < 0) {
+            free(insns);
+            return -1;
+        }
+        differences += bpf != v1;
+    }
     free(insns);
     return differences;
 }
@@ -702,6 +721,337 @@ static void test_devices_grid(void)
               && brig_cgroup_v1_devices_eval(w, n, 'b', 8, 0, "m") == 1,
           "grid: a few answers by hand");
     brig_cgroup_plan_free(w, n);
+}
+
+/* ---- devices: from the list a cgroup holds to the rules' ---------------------------- */
+
+/* devices.list as the kernel prints the default devices alone. */
+#define DEFAULT_LIST \
+    "c 1:3 rwm\nc 1:5 rwm\nc 1:7 rwm\nc 1:8 rwm\nc 1:9 rwm\nc 5:0 rwm\nc 5:2 rwm\nc 136:* rwm\n"
+
+static char *update_text(const char *list, const struct brig_device_rule *rules, size_t n_rules)
+{
+    struct brig_cgroup_write *w = NULL;
+    size_t n = 0;
+    brig_error_t err = NULL;
+    int rc = brig_cgroup_v1_devices_update(list, rules, n_rules, &w, &n, &err);
+    return result_text(rc, w, n, &err);
+}
+
+/* A list, rules, and the writes that take the one to the other (or
+ * "ERROR: " and a part of the message). */
+struct update_case {
+    const char *name;
+    const char *list;
+    struct brig_device_rule rules[3];
+    size_t n;
+    const char *want;
+};
+
+static void test_devices_update(void)
+{
+    const struct update_case cases[] = {
+        { "the same rules: no write at all", DEFAULT_LIST, { { 0 } }, 0, "" },
+        { "the same rules, listed in another order",
+          "c 136:* rwm\nc 5:2 rwm\nc 5:0 rwm\nc 1:9 rwm\nc 1:8 rwm\nc 1:7 rwm\nc 1:5 rwm\n"
+          "c 1:3 rwm\n",
+          { { 0 } },
+          0,
+          "" },
+        { "a device added: its allow alone",
+          DEFAULT_LIST,
+          { RULE(true, "c", 10, 200, "rwm") },
+          1,
+          "devices.allow=c 10:200 rwm" },
+        { "a device removed: its deny alone",
+          DEFAULT_LIST "c 10:200 rwm\n",
+          { { 0 } },
+          0,
+          "devices.deny=c 10:200 rwm" },
+        { "access narrowed: rwm to r denies w and m",
+          DEFAULT_LIST "c 10:200 rwm\n",
+          { RULE(true, "c", 10, 200, "r") },
+          1,
+          "devices.deny=c 10:200 wm" },
+        { "access widened: r to rwm allows w and m",
+          DEFAULT_LIST "c 10:200 r\n",
+          { RULE(true, "c", 10, 200, "rwm") },
+          1,
+          "devices.allow=c 10:200 wm" },
+        { "a wide exception to a narrow one: the allow comes first",
+          DEFAULT_LIST "c 4:* rw\n",
+          { RULE(true, "c", 4, 1, "rw") },
+          1,
+          "devices.allow=c 4:1 rw; devices.deny=c 4:* rw" },
+        { "to allow-all",
+          DEFAULT_LIST,
+          { RULE(true, NULL, ANY, ANY, "rwm") },
+          1,
+          "devices.allow=a" },
+        { "allow-all again: \"allow a\" again, as the list hides denies",
+          "a *:* rwm\n",
+          { RULE(true, "a", ANY, ANY, "rwm") },
+          1,
+          "devices.allow=a" },
+        { "to allow-all with a deny",
+          DEFAULT_LIST,
+          { RULE(true, NULL, ANY, ANY, "rwm"), RULE(false, "c", 10, ANY, "w") },
+          2,
+          "devices.allow=a; devices.deny=c 10:* w" },
+        { "from allow-all: deny all, then every allow",
+          "a *:* rwm\n",
+          { { 0 } },
+          0,
+          "devices.deny=a; " DEFAULTS },
+        { "from a list with nothing allowed", "", { { 0 } }, 0, DEFAULTS },
+        { "a line the kernel doesn't print",
+          DEFAULT_LIST "x 1:3 rwm\n",
+          { { 0 } },
+          0,
+          "ERROR: devices.list: can't read the line `x 1:3 rwm`" },
+        { "allow-all beside exceptions",
+          "a *:* rwm\nc 1:3 rwm\n",
+          { { 0 } },
+          0,
+          "ERROR: `a *:* rwm` beside exceptions" },
+        { "rules v1 can't express are refused as by the plan",
+          DEFAULT_LIST,
+          { RULE(false, NULL, ANY, ANY, "rwm"), RULE(true, "c", ANY, ANY, "rwm"),
+            RULE(false, "c", 10, 200, "rwm") },
+          3,
+          "ERROR: linux.resources.devices[2]: cgroup v1 can't express" },
+    };
+    for (size_t i = 0; i < N(cases); i++) {
+        char *got = update_text(cases[i].list, cases[i].rules, cases[i].n);
+        if (strncmp(cases[i].want, "ERROR: ", 7) == 0)
+            unit_check_error(cases[i].name, got, cases[i].want + 7);
+        else
+            check_text(cases[i].name, got, cases[i].want);
+    }
+}
+
+static char *check_list_text(const char *list, const struct brig_device_rule *rules, size_t n)
+{
+    brig_error_t err = NULL;
+    int rc = brig_cgroup_v1_devices_check_list(list, rules, n, &err);
+    return result_text(rc, NULL, 0, &err);
+}
+
+static void test_devices_check_list(void)
+{
+    struct brig_device_rule tty[] = { RULE(true, "c", 10, 200, "rwm") };
+    struct brig_device_rule all[] = { RULE(true, NULL, ANY, ANY, "rwm") };
+    check_text("check: the defaults' list", check_list_text(DEFAULT_LIST, NULL, 0), "");
+    check_text("check: one more device",
+               check_list_text("c 10:200 rwm\n" DEFAULT_LIST, tty, N(tty)), "");
+    unit_check_error("check: a device missing", check_list_text(DEFAULT_LIST, tty, N(tty)),
+                     "devices.list differs from the rules' list (it still needs "
+                     "`devices.allow` ← `c 10:200 rwm`)");
+    unit_check_error("check: a device too many",
+                     check_list_text(DEFAULT_LIST "c 10:200 r\n", NULL, 0),
+                     "`devices.deny` ← `c 10:200 r`");
+    check_text("check: allow-all", check_list_text("a *:* rwm\n", all, 1), "");
+    unit_check_error("check: allow-all where the rules list devices",
+                     check_list_text("a *:* rwm\n", NULL, 0),
+                     "devices.list allows all devices, the rules don't");
+}
+
+/* ---- devices: random transitions -------------------------------------------------- */
+
+/* Rules the plan accepts, at random; NULL when this round's are refused. */
+static struct brig_cgroup_write *random_state(uint32_t *seed, struct brig_device_rule *rules,
+                                              size_t *n, size_t *nw)
+{
+    static const long majors[] = { ANY, 1, 10, 136 }, minors[] = { ANY, 3, 200, 0 };
+    static const char *const types[] = { NULL, "a", "c", "b" };
+    static const char *const accesses[] = { NULL, "r", "w", "m", "rw", "rm", "wm", "rwm" };
+    *n = next_random(seed) % 5;
+    for (size_t i = 0; i < *n; i++) {
+        uint32_t x = next_random(seed);
+        rules[i] = (struct brig_device_rule) RULE(x & 1, types[(x >> 1) % 4], majors[(x >> 3) % 4],
+                                                  minors[(x >> 5) % 4], accesses[(x >> 7) % 8]);
+    }
+    struct brig_cgroup_write *w = NULL;
+    brig_error_t err = NULL;
+    if (brig_cgroup_v1_devices_state(rules, *n, &w, nw, &err) < 0) {
+        brig_error_release(&err);
+        return NULL;
+    }
+    return w;
+}
+
+/* devices.list's text for a state: "a *:* rwm" for allow-all, else its
+ * exceptions. */
+static char *list_of(const struct brig_cgroup_write *w, size_t n)
+{
+    char *text = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&text, &size);
+    if (f && strcmp(w[0].file, "devices.allow") == 0)
+        fputs("a *:* rwm\n", f);
+    for (size_t i = 1; f && strcmp(w[0].file, "devices.deny") == 0 && i < n; i++)
+        fprintf(f, "%s\n", w[i].value);
+    if (f)
+        fclose(f);
+    return text;
+}
+
+/* Requests the model answers otherwise after `w` than after `want`; with
+ * `keep`, only those both `from` and `want` allow that `w` denies. */
+static int model_losses(const struct brig_cgroup_write *w, size_t n,
+                        const struct brig_cgroup_write *from, size_t n_from,
+                        const struct brig_cgroup_write *want, size_t n_want, bool keep)
+{
+    int losses = 0;
+    for (size_t i = 0; i < GRID_N; i++) {
+        struct grid_request q = grid_at(i);
+        int now = brig_cgroup_v1_devices_eval(w, n, q.type, q.major, q.minor, q.kind);
+        int end = brig_cgroup_v1_devices_eval(want, n_want, q.type, q.major, q.minor, q.kind);
+        int was = brig_cgroup_v1_devices_eval(from, n_from, q.type, q.major, q.minor, q.kind);
+        losses += keep ? (was == 1 && end == 1 && now != 1) : now != end;
+    }
+    return losses;
+}
+
+/* The current state's writes, then the transition's first k: never a
+ * device both states allow denied (but after "deny a", which only the
+ * switch from allow-all writes), and at the end the target's answers. */
+static bool transition_sound(const struct brig_cgroup_write *from, size_t n_from,
+                             const struct brig_cgroup_write *to, size_t n_to,
+                             const struct brig_cgroup_write *t, size_t n_t)
+{
+    struct brig_cgroup_write steps[64];
+    if (n_from + n_t > N(steps))
+        return false;
+    memcpy(steps, from, n_from * sizeof *from);
+    memcpy(steps + n_from, t, n_t * sizeof *t);
+    bool denied_all = false;
+    for (size_t k = 0; k <= n_t; k++) {
+        denied_all |= k > 0 && strcmp(t[k - 1].value, "a") == 0
+                      && strcmp(t[k - 1].file, "devices.deny") == 0;
+        if (!denied_all && model_losses(steps, n_from + k, from, n_from, to, n_to, true) != 0) {
+            printf("#   access lost after write %zu\n", k);
+            return false;
+        }
+    }
+    return model_losses(steps, n_from + n_t, from, n_from, to, n_to, false) == 0;
+}
+
+static bool random_transition(uint32_t *seed, int *rounds)
+{
+    struct brig_device_rule a[5], b[5];
+    size_t na, nb, nwa = 0, nwb = 0, nt = 0;
+    struct brig_cgroup_write *from = random_state(seed, a, &na, &nwa);
+    struct brig_cgroup_write *to = random_state(seed, b, &nb, &nwb), *t = NULL, *same = NULL;
+    char *list = from ? list_of(from, nwa) : NULL;
+    brig_error_t err = NULL;
+    bool ok = true;
+    if (from && to && list) {
+        ++*rounds;
+        size_t n_same = 0;
+        ok = brig_cgroup_v1_devices_update(list, b, nb, &t, &nt, &err) == 0
+             && transition_sound(from, nwa, to, nwb, t, nt)
+             && brig_cgroup_v1_devices_update(list, a, na, &same, &n_same, &err) == 0
+             && n_same == (strcmp(from[0].file, "devices.deny") == 0 ? 0 : nwa);
+        if (!ok) {
+            char *want = writes_text(to, nwb), *by = writes_text(t, nt);
+            printf("#   from %s\n#   to %s\n#   by %s\n", list, want, by);
+            free(want);
+            free(by);
+        }
+        brig_cgroup_plan_free(same, n_same);
+    }
+    brig_error_release(&err);
+    brig_cgroup_plan_free(from, nwa);
+    brig_cgroup_plan_free(to, nwb);
+    brig_cgroup_plan_free(t, nt);
+    free(list);
+    return ok;
+}
+
+static void test_devices_update_random(void)
+{
+    uint32_t seed = 0x2545f491;
+    int rounds = 0, wrong = 0;
+    for (int i = 0; i < 3000 && wrong < 3; i++)
+        wrong += !random_transition(&seed, &rounds);
+    CHECK(wrong == 0, "random transitions: no access both lists give is ever lost, and the "
+                      "end is the target; the same rules write nothing (allow-all: itself)");
+    printf("# %d transitions\n", rounds);
+    CHECK(rounds > 1000, "random transitions: most rounds have two lists v1 can express");
+}
+
+/* ---- exec --cgroup's sub-cgroups ---------------------------------------------------- */
+
+/* The entries as "controller=path; ..." ("*" for every hierarchy), or
+ * "ERROR: message". */
+static char *sub_text(const char *const *args, size_t n_args)
+{
+    struct brig_cgroup_sub *s = NULL;
+    size_t n = 0;
+    brig_error_t err = NULL;
+    char *text = NULL;
+    size_t size = 0;
+    if (brig_cgroup_sub_parse(args, n_args, &s, &n, &err) < 0) {
+        if (asprintf(&text, "ERROR: %s", err->msg) < 0)
+            text = NULL;
+        brig_error_release(&err);
+        return text;
+    }
+    FILE *f = open_memstream(&text, &size);
+    for (size_t i = 0; f && i < n; i++)
+        fprintf(f, "%s%s=%s", i ? "; " : "", s[i].controller ? s[i].controller : "*", s[i].path);
+    if (f)
+        fclose(f);
+    brig_cgroup_sub_free(s, n);
+    return text;
+}
+
+static void test_sub_parse(void)
+{
+    const struct {
+        const char *name;
+        const char *args[3];
+        size_t n;
+        const char *want;
+    } cases[] = {
+        { "a path alone is for every hierarchy", { "sub" }, 1, "*=sub" },
+        { "cleaned", { "/a/./b//c/" }, 1, "*=a/b/c" },
+        { "\"..\" stops at the container's cgroup", { "../../x/../../y" }, 1, "*=y" },
+        { "\"/\" is the container's cgroup", { "/" }, 1, "*=" },
+        { "one controller", { "memory:sub" }, 1, "memory=sub" },
+        { "co-mounted controllers", { "cpu,cpuacct:s" }, 1, "cpu=s; cpuacct=s" },
+        { "a named hierarchy", { "name=systemd:s" }, 1, "name=systemd=s" },
+        { "repeated, a controller each", { "memory:a", "pids:b/c" }, 2, "memory=a; pids=b/c" },
+        { "an empty path is the container's own", { "memory:" }, 1, "memory=" },
+        { "a path alone beside another",
+          { "sub", "memory:a" },
+          2,
+          "ERROR: sub-cgroup `sub`: a path without a `<controller>:` prefix must be the only "
+          "sub-cgroup given" },
+        { "two paths alone", { "a", "b" }, 2, "ERROR: must be the only" },
+        { "a second colon",
+          { "memory:a:b" },
+          1,
+          "ERROR: sub-cgroup `memory:a:b`: more than one `:` (the form is "
+          "[<controller>[,<controller>...]:]<path>)" },
+        { "an empty controller", { ":x" }, 1, "ERROR: sub-cgroup `:x`: an empty controller name" },
+        { "an empty controller after a comma", { "memory,:x" }, 1, "ERROR: empty controller" },
+        { "an empty controller before a comma", { ",memory:x" }, 1, "ERROR: empty controller" },
+        { "a controller twice",
+          { "memory:a", "memory:b" },
+          2,
+          "ERROR: sub-cgroup `memory:b`: controller `memory` is given twice" },
+        { "a controller twice in one", { "cpu,cpu:x" }, 1, "ERROR: `cpu` is given twice" },
+        { "a line break", { "a\nb" }, 1, "ERROR: has a line break" },
+    };
+    for (size_t i = 0; i < N(cases); i++) {
+        char *got = sub_text(cases[i].args, cases[i].n);
+        if (strncmp(cases[i].want, "ERROR: ", 7) == 0)
+            unit_check_error(cases[i].name, got, cases[i].want + 7);
+        else
+            check_text(cases[i].name, got, cases[i].want);
+    }
 }
 
 /* ---- as root: a real v1 devices cgroup ---------------------------------------------- */
@@ -919,6 +1269,90 @@ static void kernel_cases(const char *dir)
     kernel_quirks(dir);
 }
 
+/* The list a real cgroup reads. */
+static char *read_list(const char *cg)
+{
+    char path[300], *text = calloc(1, 8192);
+    snprintf(path, sizeof path, "%s/devices.list", cg);
+    FILE *f = fopen(path, "r");
+    if (f == NULL || text == NULL) {
+        if (f)
+            fclose(f);
+        free(text);
+        return NULL;
+    }
+    size_t got = fread(text, 1, 8191, f);
+    text[got] = '\0';
+    fclose(f);
+    return text;
+}
+
+/* A real cgroup given `from`'s list, then taken to `to`'s by the writes
+ * brig_cgroup_v1_devices_update reads off its devices.list: the list it
+ * ends with passes the check, and the kernel, the model and the eBPF
+ * program answer every probe alike. `writes`: how many it should take
+ * (-1: any). */
+static bool kernel_update(const char *cg, const char *dir, const struct brig_device_rule *from,
+                          size_t n_from, const struct brig_device_rule *to, size_t n_to, int writes)
+{
+    struct brig_cgroup_write *w0 = NULL, *w = NULL, *want = NULL;
+    size_t n0 = 0, n = 0, nw = 0;
+    brig_error_t err = NULL;
+    char *before = NULL, *after = NULL, answers[N_PROBES];
+    bool ok = brig_cgroup_v1_devices_state(from, n_from, &w0, &n0, &err) == 0
+              && brig_cgroup_v1_devices_state(to, n_to, &want, &nw, &err) == 0
+              && write_all(cg, w0, n0) && (before = read_list(cg)) != NULL
+              && brig_cgroup_v1_devices_update(before, to, n_to, &w, &n, &err) == 0
+              && (writes < 0 || n == (size_t) writes) && write_all(cg, w, n)
+              && (after = read_list(cg)) != NULL
+              && brig_cgroup_v1_devices_check_list(after, to, n_to, &err) == 0
+              && probe_in(cg, dir, answers) && kernel_differences(to, n_to, want, nw, answers) == 0;
+    if (!ok)
+        printf("#   %s\n#   %zu writes; list after: %s\n", err ? err->msg : "", n,
+               after ? after : "");
+    brig_error_release(&err);
+    brig_cgroup_plan_free(w0, n0);
+    brig_cgroup_plan_free(w, n);
+    brig_cgroup_plan_free(want, nw);
+    free(before);
+    free(after);
+    return ok;
+}
+
+static void kernel_update_case(const char *name, const char *dir,
+                               const struct brig_device_rule *from, size_t n_from,
+                               const struct brig_device_rule *to, size_t n_to, int writes)
+{
+    static const struct brig_device_rule none[1];
+    char cg[200];
+    snprintf(cg, sizeof cg, V1_DEVICES "/brig-test-v1-%d", (int) getpid());
+    bool made = mkdir(cg, 0755) == 0;
+    CHECK(made && kernel_update(cg, dir, from, n_from, to ? to : none, n_to, writes), name);
+    if (made)
+        rmdir(cg);
+}
+
+static void kernel_updates(const char *dir)
+{
+    struct brig_device_rule some[] = { RULE(true, "c", 120, ANY, "rw"),
+                                       RULE(true, "b", 120, 1, "r") };
+    struct brig_device_rule other[] = { RULE(true, "c", 120, 0, "r"),
+                                        RULE(true, "b", 121, 0, "rwm") };
+    struct brig_device_rule all[] = { RULE(true, NULL, ANY, ANY, "rwm") };
+    struct brig_device_rule all_but[] = { RULE(true, NULL, ANY, ANY, "rwm"),
+                                          RULE(false, "c", 120, ANY, "w") };
+    kernel_update_case("kernel update: the same rules write nothing", dir, some, N(some), some,
+                       N(some), 0);
+    kernel_update_case("kernel update: devices added, removed and narrowed", dir, some, N(some),
+                       other, N(other), 4);
+    kernel_update_case("kernel update: an allow-list to allow-all with a deny", dir, some, N(some),
+                       all_but, N(all_but), 2);
+    kernel_update_case("kernel update: allow-all to an allow-list", dir, all, 1, other, N(other),
+                       -1);
+    kernel_update_case("kernel update: allow-all with a deny to allow-all", dir, all_but,
+                       N(all_but), all, 1, 1);
+}
+
 /* Device nodes in a directory of our own, if the host's majors 120 and
  * 121 are free and the file system takes nodes. */
 static void test_kernel(void)
@@ -945,9 +1379,10 @@ static void test_kernel(void)
                             makedev(nodes[i].major, nodes[i].minor))
                       == 0;
     }
-    if (nodes_made)
+    if (nodes_made) {
         kernel_cases(dir);
-    else
+        kernel_updates(dir);
+    } else
         SKIP("device nodes can't be made here");
     for (size_t i = 0; i < N(nodes); i++) {
         node_path(dir, &nodes[i], path, sizeof path);
@@ -969,6 +1404,10 @@ int main(void)
     test_devices_model();
     test_devices_grid();
     test_devices_random();
+    test_devices_update();
+    test_devices_check_list();
+    test_devices_update_random();
+    test_sub_parse();
     if (geteuid() == 0)
         test_kernel();
     else
