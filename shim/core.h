@@ -50,12 +50,14 @@ int shim_reaper_new(struct shim_loop *loop, shim_reaped_cb cb, void *data, struc
 void shim_reaper_poll(struct shim_reaper *r);
 void shim_reaper_free(struct shim_reaper *r);
 
-/* OOM: memory.events of each watched cgroup, through one inotify fd. */
+/* OOM: each watched cgroup's OOM notification (brig_cgroup_oom_watch) in
+ * the loop. */
 struct shim_oom;
 typedef void (*shim_oom_fire_cb)(void *data, void *key);
 int shim_oom_new(struct shim_loop *loop, shim_oom_fire_cb cb, void *data, struct shim_oom **out,
                  brig_error_t *err);
-/* Watches <cgroup_path>/memory.events; cb(data, key) when oom_kill rises. */
+/* Watches the cgroup the state file recorded as cgroup_path (v1 or v2);
+ * cb(data, key) when its OOM kill count rises. */
 int shim_oom_watch(struct shim_oom *o, const char *cgroup_path, void *key, brig_error_t *err);
 void shim_oom_unwatch(struct shim_oom *o, void *key);
 void shim_oom_free(struct shim_oom *o);

@@ -15,14 +15,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/inotify.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
 #include "base/utils.h"
+#include "cgroup/cgroup.h"
 
 struct shim_reaper {
     struct shim_loop *loop;
@@ -109,58 +111,116 @@ void shim_reaper_free(struct shim_reaper *r)
 
 /* ---- OOM ---- */
 
+/* Each watched cgroup's OOM notification (cgroup.h) in the loop. On v1
+ * it comes before the kill is counted, so a notification without a new
+ * kill is looked at again: 10 ms later, then at doubling intervals, LOOKS
+ * looks in all (the last some 0.6 s after), on one timerfd for every
+ * watch. */
+enum { LOOKS = 7, FIRST_RECHECK_MS = 10 };
+
 struct oom_watch {
     struct oom_watch *next;
-    int wd;
+    struct shim_oom *o;
+    struct brig_cgroup cg;
+    int fd;
     void *key;
-    char *events_path;
     uint64_t oom_kills;
+    int looks;   /* looks left for a kill not counted yet */
+    int64_t due; /* the next of them, in ms of CLOCK_MONOTONIC */
 };
 
 struct shim_oom {
     struct shim_loop *loop;
-    int ifd;
+    int tfd; /* the rechecks' timerfd, made on the first */
     shim_oom_fire_cb cb;
     void *data;
     struct oom_watch *watches;
 };
 
-static uint64_t read_oom_kills(const char *path)
+static int64_t now_ms(void)
 {
-    cleanup_free char *text = NULL;
-    brig_error_t err = NULL;
-    if (brig_read_file(path, &text, NULL, &err) < 0) {
-        brig_error_release(&err);
-        return 0;
-    }
-    struct brig_cgroup_stats st = { 0 };
-    brig_cgroup_stats_parse("memory.events", text, &st);
-    return st.memory_events_oom_kill;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void on_inotify(struct shim_loop *loop, int fd, uint32_t events, void *data)
+/* Arms the timer for the earliest recheck due, or disarms it. */
+static void arm_rechecks(struct shim_oom *o)
+{
+    int64_t first = INT64_MAX;
+    for (const struct oom_watch *w = o->watches; w; w = w->next)
+        if (w->looks > 0 && w->due < first)
+            first = w->due;
+    struct itimerspec its = { 0 };
+    if (first != INT64_MAX) {
+        its.it_value.tv_sec = first / 1000;
+        its.it_value.tv_nsec = (first % 1000) * 1000000;
+    }
+    timerfd_settime(o->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+/* Fires the callback for new kills, else plans the next look. True when
+ * it fired: the callback may have unwatched w, or any other watch. */
+static bool look(struct shim_oom *o, struct oom_watch *w)
+{
+    uint64_t kills = w->oom_kills;
+    brig_error_t err = NULL;
+    if (brig_cgroup_oom_kills(&w->cg, &kills, &err) < 0)
+        brig_error_release(&err); /* the cgroup has gone: no kill to tell */
+    w->looks--;
+    if (kills > w->oom_kills) {
+        w->oom_kills = kills;
+        w->looks = 0;
+        o->cb(o->data, w->key);
+        return true;
+    }
+    w->due = now_ms() + (FIRST_RECHECK_MS << (LOOKS - 1 - w->looks));
+    return false;
+}
+
+static void on_recheck(struct shim_loop *loop, int fd, uint32_t events, void *data)
 {
     (void) loop;
     (void) events;
     struct shim_oom *o = data;
-    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-    ssize_t n;
-    while ((n = read(fd, buf, sizeof buf)) > 0) {
-        for (char *p = buf; p < buf + n;) {
-            const struct inotify_event *ev = (const struct inotify_event *) p;
-            p += sizeof *ev + ev->len;
-            for (struct oom_watch *w = o->watches; w; w = w->next) {
-                if (w->wd != ev->wd)
-                    continue;
-                uint64_t kills = read_oom_kills(w->events_path);
-                if (kills > w->oom_kills) {
-                    w->oom_kills = kills;
-                    o->cb(o->data, w->key);
-                }
-                break; /* the callback may unwatch: don't touch w after it */
-            }
-        }
+    uint64_t expirations;
+    if (read(fd, &expirations, sizeof expirations) < 0 && errno != EAGAIN)
+        return;
+    int64_t now = now_ms();
+    /* From the start after each callback: it may have changed the list. */
+    for (struct oom_watch *w = o->watches; w;) {
+        if (w->looks > 0 && w->due <= now && look(o, w))
+            w = o->watches;
+        else
+            w = w->next;
     }
+    arm_rechecks(o);
+}
+
+static void on_notified(struct shim_loop *loop, int fd, uint32_t events, void *data)
+{
+    (void) loop;
+    (void) events;
+    struct oom_watch *w = data;
+    struct shim_oom *o = w->o;
+    uint64_t buf[64]; /* an eventfd's count, or inotify events */
+    while (read(fd, buf, sizeof buf) > 0)
+        ;
+    w->looks = LOOKS;
+    if (look(o, w))
+        return; /* w may be gone */
+    if (o->tfd < 0) {
+        o->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+        brig_error_t err = NULL;
+        if (o->tfd >= 0 && shim_loop_add(o->loop, o->tfd, EPOLLIN, on_recheck, o, &err) < 0) {
+            brig_error_release(&err);
+            close(o->tfd);
+            o->tfd = -1;
+        }
+        if (o->tfd < 0)
+            return; /* no rechecks: a kill counted late is told at the next notification */
+    }
+    arm_rechecks(o);
 }
 
 int shim_oom_new(struct shim_loop *loop, shim_oom_fire_cb cb, void *data, struct shim_oom **out,
@@ -174,36 +234,29 @@ int shim_oom_new(struct shim_loop *loop, shim_oom_fire_cb cb, void *data, struct
     return 0;
 }
 
+static void free_watch(struct shim_oom *o, struct oom_watch *w)
+{
+    if (w->fd >= 0) {
+        shim_loop_del(o->loop, w->fd);
+        close(w->fd);
+    }
+    brig_cgroup_close(&w->cg);
+    free(w);
+}
+
 int shim_oom_watch(struct shim_oom *o, const char *cgroup_path, void *key, brig_error_t *err)
 {
-    /* The inotify fd is made on the first watch: a shim whose containers
-     * have no cgroup never needs one. */
-    if (o->ifd < 0) {
-        o->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-        if (o->ifd < 0)
-            return brig_error_set(err, errno, "inotify_init1");
-        if (shim_loop_add(o->loop, o->ifd, EPOLLIN, on_inotify, o, err) < 0) {
-            close(o->ifd);
-            o->ifd = -1;
-            return -1;
-        }
-    }
     struct oom_watch *w = calloc(1, sizeof *w);
-    if (w == NULL || asprintf(&w->events_path, "%s/memory.events", cgroup_path) < 0) {
-        free(w);
+    if (w == NULL)
         return brig_error_set(err, ENOMEM, "oom watch");
-    }
-    /* Modifications of memory.events come as IN_MODIFY on cgroup v2. */
-    w->wd = inotify_add_watch(o->ifd, w->events_path, IN_MODIFY);
-    if (w->wd < 0) {
-        int saved = errno;
-        brig_error_set(err, saved, "watch `%s`", w->events_path);
-        free(w->events_path);
-        free(w);
+    *w = (struct oom_watch){ .o = o, .cg = BRIG_CGROUP_INIT, .fd = -1, .key = key };
+    if (brig_cgroup_open(cgroup_path, &w->cg, err) < 0
+        || brig_cgroup_oom_kills(&w->cg, &w->oom_kills, err) < 0
+        || brig_cgroup_oom_watch(&w->cg, &w->fd, err) < 0
+        || shim_loop_add(o->loop, w->fd, EPOLLIN, on_notified, w, err) < 0) {
+        free_watch(o, w);
         return -1;
     }
-    w->key = key;
-    w->oom_kills = read_oom_kills(w->events_path);
     w->next = o->watches;
     o->watches = w;
     return 0;
@@ -215,10 +268,8 @@ void shim_oom_unwatch(struct shim_oom *o, void *key)
         struct oom_watch *w = *pp;
         if (w->key != key)
             continue;
-        inotify_rm_watch(o->ifd, w->wd);
         *pp = w->next;
-        free(w->events_path);
-        free(w);
+        free_watch(o, w);
         return;
     }
 }
@@ -229,9 +280,9 @@ void shim_oom_free(struct shim_oom *o)
         return;
     while (o->watches)
         shim_oom_unwatch(o, o->watches->key);
-    if (o->ifd >= 0) {
-        shim_loop_del(o->loop, o->ifd);
-        close(o->ifd);
+    if (o->tfd >= 0) {
+        shim_loop_del(o->loop, o->tfd);
+        close(o->tfd);
     }
     free(o);
 }

@@ -13,7 +13,7 @@
 
 #include "base/cleanup.h"
 #include "events.pb-c.h"
-#include "metrics.pb-c.h"
+#include "metrics.h"
 #include "options.pb-c.h"
 #include "spec/spec.h"
 #include "task.h"
@@ -596,52 +596,14 @@ static void h_stats(struct ttrpc_call *call, const uint8_t *payload, size_t len,
         reply_failure(call, rc, &err);
         return;
     }
-    const struct brig_cgroup_stats *cg = &st.cg;
-    Shimpb__PidsStat pids = SHIMPB__PIDS_STAT__INIT;
-    pids.current = cg->pids_current;
-    pids.limit = cg->pids_max;
-    Shimpb__CPUStat cpu = SHIMPB__CPUSTAT__INIT;
-    cpu.usage_usec = cg->cpu_usage_usec;
-    cpu.user_usec = cg->cpu_user_usec;
-    cpu.system_usec = cg->cpu_system_usec;
-    cpu.nr_periods = cg->cpu_nr_periods;
-    cpu.nr_throttled = cg->cpu_nr_throttled;
-    cpu.throttled_usec = cg->cpu_throttled_usec;
-    Shimpb__MemoryStat mem = SHIMPB__MEMORY_STAT__INIT;
-    mem.usage = cg->memory_current;
-    mem.usage_limit = cg->memory_max;
-    mem.swap_usage = cg->memory_swap_current;
-    mem.swap_limit = cg->memory_swap_max;
-    Shimpb__MemoryEvents events = SHIMPB__MEMORY_EVENTS__INIT;
-    events.max = cg->memory_events_max;
-    events.oom = cg->memory_events_oom;
-    events.oom_kill = cg->memory_events_oom_kill;
-    /* The core sums io.stat over devices: one entry without a device. */
-    Shimpb__IOEntry io_entry = SHIMPB__IOENTRY__INIT;
-    io_entry.rbytes = cg->io_rbytes;
-    io_entry.wbytes = cg->io_wbytes;
-    io_entry.rios = cg->io_rios;
-    io_entry.wios = cg->io_wios;
-    Shimpb__IOEntry *entries[1] = { &io_entry };
-    Shimpb__IOStat io = SHIMPB__IOSTAT__INIT;
-    io.n_usage = 1;
-    io.usage = entries;
-    Shimpb__Metrics m = SHIMPB__METRICS__INIT;
-    m.pids = &pids;
-    m.cpu = &cpu;
-    m.memory = &mem;
-    m.io = &io;
-    m.memory_events = &events;
-
-    cleanup_free uint8_t *buf = malloc(shimpb__metrics__get_packed_size(&m) + 1);
-    if (!buf) {
+    Shimpb__Any any = SHIMPB__ANY__INIT;
+    bool v1 = brig_cgroup_layout() != BRIG_CGROUP_LAYOUT_UNIFIED;
+    if (shim_metrics_pack(&st.cg, v1, &any, &err) < 0) {
+        brig_error_release(&err);
         ttrpc_reply_error(call, TTRPC_RESOURCE_EXHAUSTED, "stats: out of memory");
         return;
     }
-    Shimpb__Any any = SHIMPB__ANY__INIT;
-    any.type_url = "io.containerd.cgroups.v2.Metrics";
-    any.value.data = buf;
-    any.value.len = shimpb__metrics__pack(&m, buf);
+    cleanup_free uint8_t *buf = any.value.data;
     Shimpb__StatsResponse resp = SHIMPB__STATS_RESPONSE__INIT;
     resp.stats = &any;
     ttrpc_reply(call, &resp.base);

@@ -104,7 +104,7 @@ typedef void (*shim_oom_cb)(void *data, const char *id);
  * (e.g. /run/containerd/brig/<ns>); ns is the containerd namespace.
  * on_exit is called exactly once per process that exits (init or exec),
  * after its status is recorded (State/Wait see it); on_oom when the
- * container's memory.events oom_kill count goes up. */
+ * container's cgroup counts a new OOM kill. */
 int shim_tasks_new(struct shim_loop *loop, const char *ns, const char *runtime_root,
                    shim_exit_cb on_exit, shim_oom_cb on_oom, void *data, struct shim_tasks **out,
                    brig_error_t *err);

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -64,26 +63,88 @@ static void print_stats(const char *id, const struct brig_cgroup_stats *s)
     fflush(stdout);
 }
 
-/* memory.events changes raise inotify IN_MODIFY: an OOM is reported as
- * it happens, not at the next interval. */
-static int watch_memory_events(const char *id)
+/* The container's OOM notification (cgroup.h): an OOM is reported as it
+ * happens, not at the next interval. On v1 the notification comes before
+ * the kill is counted, so a notification without a new kill is looked at
+ * again: 10 ms later, then at doubling intervals, LOOKS looks in all (the
+ * last some 0.6 s after). */
+enum { LOOKS = 7, FIRST_RECHECK_MS = 10 };
+
+struct oom_watch {
+    struct brig_cgroup cg;
+    int fd;         /* -1: no notification (no cgroup, no memory controller) */
+    uint64_t kills; /* the count last seen */
+    int looks;      /* looks left for a kill not counted yet */
+};
+
+static void oom_watch_open(const char *id, struct oom_watch *w)
 {
+    *w = (struct oom_watch){ .cg = BRIG_CGROUP_INIT, .fd = -1 };
     struct brig_state *st = NULL;
     enum brig_status status;
     brig_error_t err = NULL;
-    if (brig_container_state(brig_globals.root, id, &st, &status, &err) < 0) {
+    if (brig_container_state(brig_globals.root, id, &st, &status, &err) < 0
+        || *st->cgroup_path == '\0' || brig_cgroup_open(st->cgroup_path, &w->cg, &err) < 0
+        || brig_cgroup_oom_kills(&w->cg, &w->kills, &err) < 0
+        || brig_cgroup_oom_watch(&w->cg, &w->fd, &err) < 0)
+        brig_error_release(&err); /* the statistics still go out */
+    brig_state_free(st);
+}
+
+static void oom_watch_close(struct oom_watch *w)
+{
+    if (w->fd >= 0)
+        close(w->fd);
+    brig_cgroup_close(&w->cg);
+}
+
+/* Prints an event for new kills; -1 when the count can't be read any more
+ * (the container has gone with its cgroup). */
+static int oom_look(const char *id, struct oom_watch *w)
+{
+    uint64_t kills;
+    brig_error_t err = NULL;
+    if (brig_cgroup_oom_kills(&w->cg, &kills, &err) < 0) {
         brig_error_release(&err);
         return -1;
     }
-    char path[4096];
-    snprintf(path, sizeof path, "%s/memory.events", st->cgroup_path);
-    brig_state_free(st);
-    int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-    if (fd >= 0 && inotify_add_watch(fd, path, IN_MODIFY) < 0) {
-        close(fd);
-        return -1;
+    w->looks--;
+    if (kills > w->kills) {
+        printf("{\"type\":\"oom\",\"id\":\"%s\"}\n", id);
+        fflush(stdout);
+        w->kills = kills;
+        w->looks = 0;
     }
-    return fd;
+    return 0;
+}
+
+/* Waits until `next`, reporting OOM kills as they come; -1 when the
+ * container has gone. */
+static int wait_reporting_ooms(const char *id, struct oom_watch *w, const struct timespec *next)
+{
+    for (int left; (left = brig_ms_until(next)) > 0;) {
+        int recheck = w->looks > 0 ? FIRST_RECHECK_MS << (LOOKS - 1 - w->looks) : left;
+        struct pollfd p = { .fd = w->fd, .events = POLLIN };
+        if (poll(&p, 1, recheck < left ? recheck : left) > 0) {
+            char buf[4096];
+            while (read(w->fd, buf, sizeof buf) > 0)
+                ;
+            w->looks = LOOKS;
+        }
+        if (w->looks > 0 && oom_look(id, w) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static void advance(struct timespec *t, int ms)
+{
+    t->tv_sec += ms / 1000;
+    t->tv_nsec += (long) (ms % 1000) * 1000000L;
+    if (t->tv_nsec >= 1000000000L) {
+        t->tv_sec++;
+        t->tv_nsec -= 1000000000L;
+    }
 }
 
 int brig_cmd_events(int argc, char **argv)
@@ -118,45 +179,20 @@ int brig_cmd_events(int argc, char **argv)
         print_stats(id, &s);
         return 0;
     }
-    uint64_t ooms = s.memory_events_oom_kill;
-    int watch = watch_memory_events(id);
+    struct oom_watch w;
+    oom_watch_open(id, &w);
     print_stats(id, &s);
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
     for (;;) {
-        next.tv_sec += interval_ms / 1000;
-        next.tv_nsec += (long) (interval_ms % 1000) * 1000000L;
-        if (next.tv_nsec >= 1000000000L) {
-            next.tv_sec++;
-            next.tv_nsec -= 1000000000L;
-        }
-        bool due = false;
-        while (!due) {
-            /* Wake on memory.events changes to report an OOM at once;
-             * statistics go out only at each interval. */
-            struct pollfd p = { .fd = watch, .events = POLLIN };
-            int r = poll(&p, 1, brig_ms_until(&next));
-            if (r > 0) {
-                char buf[4096];
-                while (read(watch, buf, sizeof buf) > 0)
-                    ;
-            }
-            due = r == 0 || brig_ms_until(&next) == 0;
-            if (brig_container_stats(brig_globals.root, id, &s, &err) < 0) {
-                /* Gone or stopped: the stream ends there. */
-                brig_error_release(&err);
-                goto out;
-            }
-            if (s.memory_events_oom_kill > ooms) {
-                printf("{\"type\":\"oom\",\"id\":\"%s\"}\n", id);
-                fflush(stdout);
-                ooms = s.memory_events_oom_kill;
-            }
-        }
+        advance(&next, interval_ms);
+        /* Gone or stopped: the stream ends there. */
+        if (wait_reporting_ooms(id, &w, &next) < 0
+            || brig_container_stats(brig_globals.root, id, &s, &err) < 0)
+            break;
         print_stats(id, &s);
     }
-out:
-    if (watch >= 0)
-        close(watch);
+    brig_error_release(&err);
+    oom_watch_close(&w);
     return 0;
 }

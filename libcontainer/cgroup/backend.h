@@ -39,6 +39,23 @@ struct brig_cgroup_backend {
 extern const struct brig_cgroup_backend brig_cgroup_v2;
 int brig_cgroup_v2_stats(const struct brig_cgroup *cg, struct brig_cgroup_stats *out,
                          brig_error_t *err);
+/* Adds what the stats file `file` in the directory dfd says to *out
+ * (brig_cgroup_stats_parse; stats.c); 1 when there is no such file. */
+int brig_cgroup_stats_read_at(int dfd, const char *file, struct brig_cgroup_stats *out,
+                              brig_error_t *err);
+
+/* tree.c: what both cgroupfs backends do to a tree of cgroups. */
+long long brig_cgroup_now_ms(void);
+void brig_cgroup_sleep_ms(long ms);
+/* cgroup.procs of dir_fd and of every cgroup below it; caller frees. */
+int brig_cgroup_tree_pids(int dir_fd, pid_t **out, size_t *n, brig_error_t *err);
+/* rmdir of name in parent_fd, retrying on EBUSY until deadline (ms of
+ * brig_cgroup_now_ms); ENOENT is done. -1 with errno. */
+int brig_cgroup_rmdir_patiently(int parent_fd, const char *name, long long deadline);
+/* Removes every cgroup below dfd (made by the container in its cgroup
+ * namespace, or by exec --cgroup), leaves first. Consumes dfd; `path`
+ * names it in errors. */
+int brig_cgroup_remove_children(int dfd, const char *path, long long deadline, brig_error_t *err);
 
 /* cgroup v1 hierarchies on hybrid and legacy hosts (v1.c; the
  * hierarchies in v1_hierarchy.c, statistics and OOM in v1_stats.c). */

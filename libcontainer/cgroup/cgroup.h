@@ -6,8 +6,9 @@
  * legacy hosts, where a hybrid host's v2 tree holds the container too. A
  * limit that needs a controller the host doesn't have fails by name. The
  * pure parts (where a cgroup goes, which files a resources section
- * becomes) are cgroup_plan.c, v1_plan.c and v1_devices_plan.c; the device
- * program is devices_bpf* on v2, devices.allow/deny lists on v1. */
+ * becomes, what a stats file says) are cgroup_plan.c, v1_plan.c,
+ * v1_devices_plan.c and stats.c; the device program is devices_bpf* on
+ * v2, devices.allow/deny lists on v1. */
 #ifndef BRIG_CGROUP_H
 #define BRIG_CGROUP_H
 
@@ -188,20 +189,29 @@ struct brig_cgroup_stats {
     uint64_t io_rbytes, io_wbytes, io_rios, io_wios;
 };
 /* Fields a controller doesn't provide stay 0; "max" (v2) and the v1
- * "unlimited" values read as UINT64_MAX. */
+ * "unlimited" values read as UINT64_MAX. On v1 the numbers are brought to
+ * v2's units and meanings: the swap fields are the swap alone (memsw less
+ * memory), times in microseconds, memory_events_max the limit's hits
+ * (memory.failcnt and memory.memsw.failcnt), and memory_events_oom the
+ * kills plus one while the cgroup is under OOM. */
 int brig_cgroup_stats(const struct brig_cgroup *cg, struct brig_cgroup_stats *out,
                       brig_error_t *err);
 /* Adds what one stats file's text says to *out ("memory.current",
  * "memory.events", "cpu.stat", "io.stat", ...; on v1 "memory.usage_in_bytes",
  * "memory.oom_control", "cpuacct.stat", "blkio.throttle.io_serviced", ...).
- * Pure. Returns -1 for a file name it doesn't know, 0 otherwise (unparsable
- * lines are skipped). */
+ * v1's memory.memsw.* files are told less (failcnt: plus) the memory.*
+ * value already in *out, so parse those first. Pure. Returns -1 for a file name it doesn't
+ * know, 0 otherwise (unparsable lines are skipped). */
 int brig_cgroup_stats_parse(const char *file, const char *text, struct brig_cgroup_stats *out);
 
-/* OOM notification: *fd becomes readable each time the cgroup's OOM killer
- * acts (v2: inotify on memory.events; v1: an eventfd registered through
- * cgroup.event_control on memory.oom_control). Read it (any buffer of 64
- * bytes or more) to rearm; brig_cgroup_oom_kills() then tells the count.
+/* OOM notification: *fd (non-blocking, close-on-exec) becomes readable
+ * each time the cgroup's OOM killer acts (v2: inotify on memory.events;
+ * v1: an eventfd registered through cgroup.event_control on
+ * memory.oom_control). Read it (any buffer of 64 bytes or more) to rearm;
+ * brig_cgroup_oom_kills() then tells the count. It may also fire when the
+ * count hasn't moved (other events, the cgroup's removal), and on v1 it
+ * fires as the killer sets out, before the kill is counted: a caller that
+ * finds the count unchanged looks again a little later (tens of ms).
  * The caller closes *fd. */
 int brig_cgroup_oom_watch(const struct brig_cgroup *cg, int *fd, brig_error_t *err);
 int brig_cgroup_oom_kills(const struct brig_cgroup *cg, uint64_t *out, brig_error_t *err);

@@ -42,24 +42,24 @@ static void v1_close(struct brig_cgroup *cg)
     cg->dir_fd = -1; /* the v2 directory's fd is one of the dirs' */
 }
 
-static const struct brig_cgroup_v1_dir *dir_for(const struct brig_cgroup *cg,
-                                                const char *controller)
+const struct brig_cgroup_v1_dir *brig_cgroup_v1_dir(const struct brig_cgroup *cg,
+                                                    const char *controller)
 {
     for (size_t i = 0; cg->v1 && i < cg->v1->n; i++)
-        if (brig_cgroup_hierarchy_has(cg->v1->dirs[i].h, controller))
+        if (cg->v1->dirs[i].fd >= 0 && brig_cgroup_hierarchy_has(cg->v1->dirs[i].h, controller))
             return &cg->v1->dirs[i];
     return NULL;
 }
 
 int brig_cgroup_v1_fd(const struct brig_cgroup *cg, const char *controller)
 {
-    const struct brig_cgroup_v1_dir *d = dir_for(cg, controller);
+    const struct brig_cgroup_v1_dir *d = brig_cgroup_v1_dir(cg, controller);
     return d ? d->fd : -1;
 }
 
 const char *brig_cgroup_v1_dir_path(const struct brig_cgroup *cg, const char *controller)
 {
-    const struct brig_cgroup_v1_dir *d = dir_for(cg, controller);
+    const struct brig_cgroup_v1_dir *d = brig_cgroup_v1_dir(cg, controller);
     return d ? d->path : NULL;
 }
 
@@ -135,7 +135,7 @@ static int v1_open(const char *path, struct brig_cgroup *out, brig_error_t *err)
     }
     out->backend = &brig_cgroup_v1;
     out->v1 = v;
-    const struct brig_cgroup_v1_dir *u = dir_for(out, "");
+    const struct brig_cgroup_v1_dir *u = brig_cgroup_v1_dir(out, "");
     out->dir_fd = u ? u->fd : -1;
     if ((out->path = strdup(path)) == NULL)
         return brig_error_set(err, ENOMEM, "cgroup");
@@ -226,6 +226,7 @@ static int cpuset_inherit(const char *dir, const char *first_new, brig_error_t *
 
 struct made {
     char *first_new; /* per directory: what to remove on failure */
+    bool v2;         /* the v2 directory, made by the v2 backend */
 };
 
 static int make_one(struct brig_cgroup_v1_dir *d, struct made *m, bool *existed, brig_error_t *err)
@@ -284,18 +285,55 @@ static void undo_made(struct brig_cgroup_v1 *v, struct made *m)
         if (v->dirs[i].fd >= 0)
             close(v->dirs[i].fd);
         v->dirs[i].fd = -1;
+        if (m[i].v2)
+            rmdir(v->dirs[i].path); /* its parents stay, as the v2 backend's do */
         undo_dirs(v->dirs[i].path, m[i].first_new);
     }
 }
 
+/* The v1 directories; the v2 one comes later (make_v2). */
 static int make_all(struct brig_cgroup_v1 *v, struct made *m, brig_error_t *err)
 {
     for (size_t i = 0; i < v->n; i++) {
         bool existed;
-        if (make_one(&v->dirs[i], &m[i], &existed, err) < 0)
+        if (!v->dirs[i].h->v2 && make_one(&v->dirs[i], &m[i], &existed, err) < 0)
             return -1;
     }
     return 0;
+}
+
+/* A hybrid host's v2 directory, made by the v2 backend with the part of
+ * the resources that goes there: it enables those controllers down the v2
+ * tree, refuses a directory that has processes, and undoes itself. */
+static int make_v2(struct brig_cgroup_v1 *v, struct made *m, const struct brig_resources *r,
+                   brig_error_t *err)
+{
+    struct brig_cgroup_v1_split split;
+    brig_cgroup_v1_split(r, &split);
+    for (size_t i = 0; i < v->n; i++) {
+        struct brig_cgroup_v1_dir *d = &v->dirs[i];
+        if (!d->h->v2)
+            continue;
+        struct brig_cgroup made = BRIG_CGROUP_INIT;
+        const char *from_root = d->path + strlen(d->h->mountpoint);
+        if (brig_cgroup_v2.create_without_devices(from_root, NULL, &split.v2, &made, err) < 0)
+            return -1;
+        d->fd = brig_steal_fd(made.dir_fd);
+        m[i].v2 = true;
+        brig_cgroup_close(&made);
+    }
+    return 0;
+}
+
+/* The device rules where the v1 devices hierarchy isn't: as the eBPF
+ * program of the v2 directory. */
+static int devices_in_v2(const struct brig_cgroup *cg, const struct brig_resources *r,
+                         brig_error_t *err)
+{
+    if (brig_cgroup_v1_bound("devices"))
+        return 0;
+    struct brig_resources only = { .devices = r->devices, .n_devices = r->n_devices };
+    return brig_cgroup_v1_apply_all(cg, &only, true, false, err);
 }
 
 static int create_cgroup(const char *cgroups_path, const char *id, const struct brig_resources *r,
@@ -316,10 +354,14 @@ static int create_cgroup(const char *cgroups_path, const char *id, const struct 
         rc = brig_error_set(err, ENOMEM, "cgroup");
     if (rc == 0)
         rc = make_all(v, m, err);
-    const struct brig_cgroup_v1_dir *u = rc == 0 ? dir_for(out, "") : NULL;
+    if (rc == 0)
+        rc = brig_cgroup_v1_apply_all(out, r, brig_cgroup_v1_bound("devices"), false, err);
+    if (rc == 0)
+        rc = make_v2(v, m, r, err);
+    const struct brig_cgroup_v1_dir *u = rc == 0 ? brig_cgroup_v1_dir(out, "") : NULL;
     out->dir_fd = u ? u->fd : -1;
     if (rc == 0)
-        rc = brig_cgroup_v1_apply_all(out, r, true, err);
+        rc = devices_in_v2(out, r, err);
     if (rc == 0)
         rc = join_paths(v, &out->path, err);
     if (rc < 0 && m)
@@ -342,7 +384,7 @@ static int v1_apply(const struct brig_cgroup *cg, const struct brig_resources *r
 {
     if (brig_cgroup_v1_check(r, err) < 0)
         return -1;
-    return brig_cgroup_v1_apply_all(cg, r, r->n_devices > 0, err);
+    return brig_cgroup_v1_apply_all(cg, r, r->n_devices > 0, true, err);
 }
 
 /* The device rules went in with the cgroup (list writes cost nothing like
@@ -406,6 +448,9 @@ const struct brig_cgroup_backend brig_cgroup_v1 = {
     .pids = brig_cgroup_v1_pids,
     .signal_all = brig_cgroup_v1_signal_all,
     .kill_all = brig_cgroup_v1_kill_all,
+    .stats = brig_cgroup_v1_stats,
+    .oom_watch = brig_cgroup_v1_oom_watch,
+    .oom_kills = brig_cgroup_v1_oom_kills,
     .destroy = brig_cgroup_v1_destroy,
     .clone_fd = v1_clone_fd,
     .open_sub = v1_open_sub,

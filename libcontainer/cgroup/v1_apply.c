@@ -33,17 +33,6 @@ static void controller_of(const char *file, char *out, size_t size)
     snprintf(out, size, "%.*s", (int) strcspn(file, "."), file);
 }
 
-static const struct brig_cgroup_hierarchy *binding(const char *controller)
-{
-    brig_error_t ignored = NULL;
-    const struct brig_cgroup_hierarchy *const *all = brig_cgroup_v1_hierarchies(&ignored);
-    brig_error_release(&ignored);
-    for (size_t i = 0; all && all[i]; i++)
-        if (brig_cgroup_hierarchy_has(all[i], controller))
-            return all[i];
-    return NULL;
-}
-
 static int missing(const struct brig_resources *r, const char *controller, brig_error_t *err)
 {
     char by[256];
@@ -66,17 +55,19 @@ static int check_memsw(const struct brig_cgroup_hierarchy *h, brig_error_t *err)
                           "off (no memory.memsw.limit_in_bytes; it needs swapaccount=1)");
 }
 
-static int check_writes(const struct brig_resources *r, brig_error_t *err)
+/* `part` is what goes to v1 hierarchies; `r` the whole, for messages. */
+static int check_writes(const struct brig_resources *r, const struct brig_resources *part,
+                        brig_error_t *err)
 {
     struct brig_cgroup_write *w = NULL;
     size_t n = 0;
-    if (brig_cgroup_v1_plan(r, &w, &n, err) < 0)
+    if (brig_cgroup_v1_plan(part, &w, &n, err) < 0)
         return -1;
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         char controller[64];
         controller_of(w[i].file, controller, sizeof controller);
-        const struct brig_cgroup_hierarchy *h = binding(controller);
+        const struct brig_cgroup_hierarchy *h = brig_cgroup_v1_binding(controller);
         if (h == NULL)
             rc = missing(r, controller, err);
         else if (strncmp(w[i].file, "memory.memsw.", 13) == 0)
@@ -86,51 +77,34 @@ static int check_writes(const struct brig_resources *r, brig_error_t *err)
     return rc;
 }
 
-/* `unified` keys go to a hybrid host's v2 tree; a legacy host has none. */
-static int unified_plan(const struct brig_resources *r, struct brig_cgroup_write **w, size_t *n,
-                        brig_error_t *err)
-{
-    *w = NULL;
-    *n = 0;
-    if (r->unified.n == 0)
-        return 0;
-    if (brig_cgroup_layout() != BRIG_CGROUP_LAYOUT_HYBRID)
-        return brig_error_set(err, 0,
-                              "linux.resources.unified: this host has no cgroup v2 hierarchy "
-                              "(its layout is %s)",
-                              brig_cgroup_layout_name(brig_cgroup_layout()));
-    struct brig_resources only = { .unified = r->unified };
-    return brig_cgroup_plan(&only, w, n, err);
-}
-
 int brig_cgroup_v1_check(const struct brig_resources *r, brig_error_t *err)
 {
     if (brig_cgroup_v1_hierarchies(err) == NULL)
         return -1;
-    if (check_writes(r, err) < 0)
+    if (r->unified.n && brig_cgroup_layout() != BRIG_CGROUP_LAYOUT_HYBRID)
+        return brig_error_set(err, 0,
+                              "linux.resources.unified: this host has no cgroup v2 hierarchy "
+                              "(its layout is %s)",
+                              brig_cgroup_layout_name(brig_cgroup_layout()));
+    struct brig_cgroup_v1_split split;
+    brig_cgroup_v1_split(r, &split);
+    if (check_writes(r, &split.v1, err) < 0)
         return -1;
+    /* The v2 part is checked as the v2 backend will write it. */
     struct brig_cgroup_write *w = NULL;
     size_t n = 0;
-    if (unified_plan(r, &w, &n, err) < 0)
+    if (brig_cgroup_plan(&split.v2, &w, &n, err) < 0)
         return -1;
     brig_cgroup_plan_free(w, n);
     /* Without a devices hierarchy, a hybrid host's v2 tree takes the eBPF
      * program; a host with neither can't hold the container to its devices. */
-    if (binding("devices") == NULL && brig_cgroup_layout() != BRIG_CGROUP_LAYOUT_HYBRID)
+    if (brig_cgroup_v1_binding("devices") == NULL
+        && brig_cgroup_layout() != BRIG_CGROUP_LAYOUT_HYBRID)
         return missing(r, "devices", err);
     if (brig_cgroup_v1_devices_plan(r->devices, r->n_devices, &w, &n, err) < 0)
         return -1;
     brig_cgroup_plan_free(w, n);
     return 0;
-}
-
-static const struct brig_cgroup_v1_dir *dir_for(const struct brig_cgroup *cg,
-                                                const char *controller)
-{
-    for (size_t i = 0; i < cg->v1->n; i++)
-        if (brig_cgroup_hierarchy_has(cg->v1->dirs[i].h, controller))
-            return &cg->v1->dirs[i];
-    return NULL;
 }
 
 /* Block I/O weights are the I/O scheduler's: CFQ named them blkio.weight,
@@ -149,7 +123,7 @@ static int write_one(const struct brig_cgroup *cg, const struct brig_cgroup_writ
 {
     char controller[64];
     controller_of(w->file, controller, sizeof controller);
-    const struct brig_cgroup_v1_dir *d = dir_for(cg, controller);
+    const struct brig_cgroup_v1_dir *d = brig_cgroup_v1_dir(cg, controller);
     if (d == NULL || d->fd < 0)
         return brig_error_set(err, ENOENT, "cgroup: no `%s` directory for `%s`", controller,
                               w->file);
@@ -168,7 +142,7 @@ static int lift_swap(const struct brig_cgroup *cg, const struct brig_resources *
                      brig_error_t *err)
 {
     const struct brig_memory *m = r->memory;
-    const struct brig_cgroup_v1_dir *d = dir_for(cg, "memory");
+    const struct brig_cgroup_v1_dir *d = brig_cgroup_v1_dir(cg, "memory");
     if (m == NULL || !m->has_limit || m->limit != -1 || m->has_swap || d == NULL || d->fd < 0
         || faccessat(d->fd, "memory.memsw.limit_in_bytes", F_OK, 0) < 0)
         return 0;
@@ -201,10 +175,10 @@ static int write_plan(const struct brig_cgroup *cg, const struct brig_cgroup_wri
 static int apply_devices(const struct brig_cgroup *cg, const struct brig_resources *r,
                          brig_error_t *err)
 {
-    const struct brig_cgroup_v1_dir *d = dir_for(cg, "devices");
+    const struct brig_cgroup_v1_dir *d = brig_cgroup_v1_dir(cg, "devices");
     if (d == NULL) {
         /* A hybrid host without a devices hierarchy: the v2 tree's program. */
-        const struct brig_cgroup_v1_dir *u = dir_for(cg, "");
+        const struct brig_cgroup_v1_dir *u = brig_cgroup_v1_dir(cg, "");
         struct brig_devices_program p;
         if (u == NULL)
             return missing(r, "devices", err);
@@ -225,25 +199,35 @@ static int apply_devices(const struct brig_cgroup *cg, const struct brig_resourc
     return rc < 0 ? brig_error_wrap(err, "device rules") : 0;
 }
 
-int brig_cgroup_v1_apply_all(const struct brig_cgroup *cg, const struct brig_resources *r,
-                             bool devices, brig_error_t *err)
+/* The v2 directory's part, through the v2 backend (which enables the
+ * controllers down the v2 tree and writes the v2 files). */
+static int apply_v2(const struct brig_cgroup *cg, const struct brig_resources *part,
+                    brig_error_t *err)
 {
+    const struct brig_cgroup_v1_dir *u = brig_cgroup_v1_dir(cg, "");
+    if (u == NULL)
+        return 0;
+    struct brig_cgroup view = { .path = u->path, .dir_fd = u->fd, .backend = &brig_cgroup_v2 };
+    return brig_cgroup_v2.apply(&view, part, err);
+}
+
+int brig_cgroup_v1_apply_all(const struct brig_cgroup *cg, const struct brig_resources *r,
+                             bool devices, bool v2, brig_error_t *err)
+{
+    struct brig_cgroup_v1_split split;
+    brig_cgroup_v1_split(r, &split);
     struct brig_cgroup_write *w = NULL;
     size_t n = 0;
-    if (brig_cgroup_v1_plan(r, &w, &n, err) < 0)
+    if (brig_cgroup_v1_plan(&split.v1, &w, &n, err) < 0)
         return -1;
     /* Unlimited swap first: memsw may never be below the memory limit. */
-    int rc = lift_swap(cg, r, err);
+    int rc = lift_swap(cg, &split.v1, err);
     if (rc == 0)
         rc = write_plan(cg, w, n, err);
     brig_cgroup_plan_free(w, n);
+    if (rc == 0 && v2 && brig_cgroup_v1_split_has_v2(&split))
+        rc = apply_v2(cg, &split.v2, err);
     if (rc == 0 && devices)
         rc = apply_devices(cg, r, err);
-    if (rc == 0 && (rc = unified_plan(r, &w, &n, err)) == 0) {
-        const struct brig_cgroup_v1_dir *u = dir_for(cg, "");
-        for (size_t i = 0; rc == 0 && u && i < n; i++)
-            rc = brig_cgroup_v1_write(u->fd, u->path, w[i].file, w[i].value, err);
-        brig_cgroup_plan_free(w, n);
-    }
     return rc;
 }

@@ -43,8 +43,9 @@ static int v1_swap(struct brig_cgroup_plan_list *p, const struct brig_memory *m,
 /* The limit before memsw: lowering both, memsw then fits under the limit
  * just written; raising both, the limit's write fails until memsw is up,
  * and the writer tries it again after the rest. Not written: kernel and
- * kernelTCP (deprecated by the kernel, gone from recent ones; runc leaves
- * them out too), useHierarchy (recent kernels keep it on and refuse 0),
+ * kernelTCP (deprecated by the kernel, which since 6.x accepts and ignores
+ * kmem.limit_in_bytes; runc 1.1 leaves them out too), useHierarchy (recent
+ * kernels keep it on and refuse 0),
  * checkBeforeUpdate (a check of usage for the writer, not a file). */
 static int v1_memory(struct brig_cgroup_plan_list *p, const struct brig_memory *m,
                      brig_error_t *err)

@@ -22,34 +22,12 @@
 #define WAIT_MS 2000 /* for dying processes, before rmdir */
 #define FREEZE_WAIT_MS 5000
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
-    nanosleep(&ts, NULL);
-}
-
-static const struct brig_cgroup_v1_dir *dir_for(const struct brig_cgroup *cg,
-                                                const char *controller)
-{
-    for (size_t i = 0; i < cg->v1->n; i++)
-        if (cg->v1->dirs[i].fd >= 0 && brig_cgroup_hierarchy_has(cg->v1->dirs[i].h, controller))
-            return &cg->v1->dirs[i];
-    return NULL;
-}
-
 /* The directory whose cgroup.procs lists the container: every process is
  * in every hierarchy, so any will do; the freezer's first, as pause and
  * kill act there. */
 static const struct brig_cgroup_v1_dir *listing_dir(const struct brig_cgroup *cg)
 {
-    const struct brig_cgroup_v1_dir *d = dir_for(cg, "freezer");
+    const struct brig_cgroup_v1_dir *d = brig_cgroup_v1_dir(cg, "freezer");
     for (size_t i = 0; d == NULL && i < cg->v1->n; i++)
         if (cg->v1->dirs[i].fd >= 0)
             d = &cg->v1->dirs[i];
@@ -96,16 +74,16 @@ static int freeze_v2(const struct brig_cgroup_v1_dir *u, bool frozen, brig_error
  * freeze is undone and tried again, until the deadline. */
 int brig_cgroup_v1_freeze(const struct brig_cgroup *cg, bool frozen, brig_error_t *err)
 {
-    const struct brig_cgroup_v1_dir *d = dir_for(cg, "freezer");
+    const struct brig_cgroup_v1_dir *d = brig_cgroup_v1_dir(cg, "freezer");
     if (d == NULL) {
-        const struct brig_cgroup_v1_dir *u = dir_for(cg, "");
+        const struct brig_cgroup_v1_dir *u = brig_cgroup_v1_dir(cg, "");
         if (u)
             return freeze_v2(u, frozen, err);
         return brig_error_set(err, ENOENT,
                               "cgroup: no freezer hierarchy on this host (pause needs one)");
     }
     const char *want = frozen ? "FROZEN" : "THAWED";
-    long long deadline = now_ms() + FREEZE_WAIT_MS;
+    long long deadline = brig_cgroup_now_ms() + FREEZE_WAIT_MS;
     for (int attempt = 0;; attempt++) {
         if (brig_cgroup_v1_write(d->fd, d->path, "freezer.state", want, err) < 0)
             return -1;
@@ -113,9 +91,9 @@ int brig_cgroup_v1_freeze(const struct brig_cgroup *cg, bool frozen, brig_error_
         for (int i = 0; i < 100; i++) {
             if (freezer_state(d, state, sizeof state) == 0 && strcmp(state, want) == 0)
                 return 0;
-            sleep_ms(attempt < 10 ? 1 : 10);
+            brig_cgroup_sleep_ms(attempt < 10 ? 1 : 10);
         }
-        if (now_ms() > deadline)
+        if (brig_cgroup_now_ms() > deadline)
             break;
         if (frozen) {
             brig_error_t ignored = NULL;
@@ -134,9 +112,9 @@ int brig_cgroup_v1_freeze(const struct brig_cgroup *cg, bool frozen, brig_error_
 
 bool brig_cgroup_v1_is_frozen(const struct brig_cgroup *cg)
 {
-    const struct brig_cgroup_v1_dir *d = dir_for(cg, "freezer");
+    const struct brig_cgroup_v1_dir *d = brig_cgroup_v1_dir(cg, "freezer");
     if (d == NULL) {
-        const struct brig_cgroup_v1_dir *u = dir_for(cg, "");
+        const struct brig_cgroup_v1_dir *u = brig_cgroup_v1_dir(cg, "");
         struct brig_cgroup v2 = { .path = u ? u->path : NULL,
                                   .dir_fd = u ? u->fd : -1,
                                   .backend = &brig_cgroup_v2 };
@@ -149,76 +127,13 @@ bool brig_cgroup_v1_is_frozen(const struct brig_cgroup *cg)
 
 /* ---- listing and signals ---- */
 
-struct pid_list {
-    pid_t *v;
-    size_t n, cap;
-};
-
-static int add_pids(struct pid_list *l, const char *procs)
-{
-    for (const char *p = procs; *p;) {
-        char *end;
-        long pid = strtol(p, &end, 10);
-        if (end == p)
-            break;
-        if (l->n == l->cap) {
-            size_t cap = l->cap ? l->cap * 2 : 64;
-            pid_t *bigger = realloc(l->v, cap * sizeof *bigger);
-            if (bigger == NULL)
-                return -1;
-            l->v = bigger;
-            l->cap = cap;
-        }
-        l->v[l->n++] = (pid_t) pid;
-        p = end + strspn(end, "\n");
-    }
-    return 0;
-}
-
-/* cgroup.procs of dfd and every cgroup below it. Consumes dfd. */
-static int collect(int dfd, struct pid_list *l, brig_error_t *err)
-{
-    cleanup_dir DIR *d = fdopendir(dfd);
-    if (d == NULL) {
-        close(dfd);
-        return brig_error_set(err, errno, "cgroup: list");
-    }
-    cleanup_free char *procs = NULL;
-    if (brig_read_file_at(dirfd(d), "cgroup.procs", &procs, NULL, err) < 0) {
-        /* A child cgroup removed while we walk: nothing in it any more. */
-        if ((*err)->errnum != ENOENT && (*err)->errnum != ENODEV)
-            return -1;
-        brig_error_release(err);
-        return 0;
-    }
-    if (add_pids(l, procs) < 0)
-        return brig_error_set(err, ENOMEM, "cgroup: list");
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (de->d_type != DT_DIR || strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        int child = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (child >= 0 && collect(child, l, err) < 0)
-            return -1;
-    }
-    return 0;
-}
-
 int brig_cgroup_v1_pids(const struct brig_cgroup *cg, pid_t **out, size_t *n, brig_error_t *err)
 {
     const struct brig_cgroup_v1_dir *d = listing_dir(cg);
     if (d == NULL)
         return brig_error_set(err, ENOENT, "cgroup: none of its directories is left");
-    struct pid_list l = { NULL, 0, 0 };
-    int dfd = dup(d->fd);
-    if (dfd < 0)
-        return brig_error_set(err, errno, "cgroup `%s`: list", d->path);
-    if (collect(dfd, &l, err) < 0) {
-        free(l.v);
+    if (brig_cgroup_tree_pids(d->fd, out, n, err) < 0)
         return brig_error_wrap(err, "cgroup `%s`", d->path);
-    }
-    *out = l.v;
-    *n = l.n;
     return 0;
 }
 
@@ -241,7 +156,7 @@ int brig_cgroup_v1_signal_all(const struct brig_cgroup *cg, int sig, brig_error_
  * deleted included). */
 int brig_cgroup_v1_kill_all(const struct brig_cgroup *cg, brig_error_t *err)
 {
-    const struct brig_cgroup_v1_dir *u = dir_for(cg, "");
+    const struct brig_cgroup_v1_dir *u = brig_cgroup_v1_dir(cg, "");
     int rc = u ? brig_cgroup_v1_write(u->fd, u->path, "cgroup.kill", "1", err) : -1;
     if (rc < 0) {
         if (u)
@@ -251,7 +166,7 @@ int brig_cgroup_v1_kill_all(const struct brig_cgroup *cg, brig_error_t *err)
         brig_error_release(&ignored);
         rc = brig_cgroup_v1_signal_all(cg, SIGKILL, err);
     }
-    const struct brig_cgroup_v1_dir *f = dir_for(cg, "freezer");
+    const struct brig_cgroup_v1_dir *f = brig_cgroup_v1_dir(cg, "freezer");
     if (f) {
         brig_error_t ignored = NULL;
         brig_cgroup_v1_write(f->fd, f->path, "freezer.state", "THAWED", &ignored);
@@ -261,41 +176,6 @@ int brig_cgroup_v1_kill_all(const struct brig_cgroup *cg, brig_error_t *err)
 }
 
 /* ---- removal ---- */
-
-static int rmdir_patiently(int parent_fd, const char *name, long long deadline)
-{
-    for (;;) {
-        if (unlinkat(parent_fd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
-            return 0;
-        if (errno != EBUSY || now_ms() > deadline)
-            return -1;
-        sleep_ms(10);
-    }
-}
-
-/* Child cgroups (made by the container in its cgroup namespace, or by
- * exec --cgroup) go first. Consumes dfd. */
-static int remove_children(int dfd, const char *path, long long deadline, brig_error_t *err)
-{
-    cleanup_dir DIR *d = fdopendir(dfd);
-    if (d == NULL) {
-        close(dfd);
-        return brig_error_set(err, errno, "cgroup: remove `%s`", path);
-    }
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (de->d_type != DT_DIR || strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        int child = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (child < 0)
-            continue;
-        if (remove_children(child, path, deadline, err) < 0)
-            return -1;
-        if (rmdir_patiently(dirfd(d), de->d_name, deadline) < 0)
-            return brig_error_set(err, errno, "cgroup: remove `%s/%s`", path, de->d_name);
-    }
-    return 0;
-}
 
 static bool is_cgroupfs(const char *path)
 {
@@ -319,9 +199,9 @@ static int destroy_dir(const char *path, long long deadline, brig_error_t *err)
     int copy = dup(dfd);
     if (copy < 0)
         return brig_error_set(err, errno, "cgroup: remove `%s`", path);
-    if (remove_children(copy, path, deadline, err) < 0)
+    if (brig_cgroup_remove_children(copy, path, deadline, err) < 0)
         return -1;
-    if (rmdir_patiently(AT_FDCWD, path, deadline) < 0)
+    if (brig_cgroup_rmdir_patiently(AT_FDCWD, path, deadline) < 0)
         return brig_error_set(err, errno == EBUSY ? EBUSY : errno, "cgroup: remove `%s`%s", path,
                               errno == EBUSY ? ": it still has processes" : "");
     return 0;
@@ -329,7 +209,7 @@ static int destroy_dir(const char *path, long long deadline, brig_error_t *err)
 
 int brig_cgroup_v1_destroy(const char *path, brig_error_t *err)
 {
-    long long deadline = now_ms() + WAIT_MS;
+    long long deadline = brig_cgroup_now_ms() + WAIT_MS;
     int rc = 0;
     /* Every hierarchy is tried, so one that fails leaves the others gone. */
     for (const char *p = path; *p;) {

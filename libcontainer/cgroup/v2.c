@@ -50,19 +50,6 @@ const char *brig_cgroup_root(brig_error_t *err)
     return NULL;
 }
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
-    nanosleep(&ts, NULL);
-}
-
 /* True when `word` is one of the space-separated words of `list`. */
 static bool has_word(const char *list, const char *word)
 {
@@ -506,9 +493,9 @@ static int v2_freeze(const struct brig_cgroup *cg, bool frozen, brig_error_t *er
     }
     /* The write only starts freezing; processes in the middle of a system
      * call stop when they leave it, and cgroup.events says when all did. */
-    long long deadline = now_ms() + FREEZE_WAIT_MS;
+    long long deadline = brig_cgroup_now_ms() + FREEZE_WAIT_MS;
     while (events_value(cg->dir_fd, "frozen") != (frozen ? 1 : 0)) {
-        if (now_ms() > deadline) {
+        if (brig_cgroup_now_ms() > deadline) {
             if (frozen) {
                 brig_error_t ignored = NULL;
                 write_at(cg->dir_fd, "cgroup.freeze", "0", &ignored);
@@ -519,7 +506,7 @@ static int v2_freeze(const struct brig_cgroup *cg, bool frozen, brig_error_t *er
                                   "%d s",
                                   cg->path, frozen ? "freeze" : "thaw", FREEZE_WAIT_MS / 1000);
         }
-        sleep_ms(10);
+        brig_cgroup_sleep_ms(10);
     }
     return 0;
 }
@@ -535,75 +522,10 @@ static bool v2_is_frozen(const struct brig_cgroup *cg)
     return text[0] == '1';
 }
 
-struct pid_list {
-    pid_t *v;
-    size_t n, cap;
-};
-
-static int pid_list_add(struct pid_list *l, pid_t pid)
-{
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 64;
-        pid_t *bigger = realloc(l->v, cap * sizeof *bigger);
-        if (bigger == NULL)
-            return -1;
-        l->v = bigger;
-        l->cap = cap;
-    }
-    l->v[l->n++] = pid;
-    return 0;
-}
-
-/* cgroup.procs of dfd and of every cgroup below it. Consumes dfd. */
-static int collect_pids(int dfd, struct pid_list *l, brig_error_t *err)
-{
-    cleanup_dir DIR *d = fdopendir(dfd);
-    if (d == NULL) {
-        close(dfd);
-        return brig_error_set(err, errno, "cgroup: list");
-    }
-    cleanup_free char *procs = NULL;
-    if (brig_read_file_at(dirfd(d), "cgroup.procs", &procs, NULL, err) < 0) {
-        /* A child cgroup removed while we walk: nothing in it any more. */
-        if ((*err)->errnum != ENOENT && (*err)->errnum != ENODEV)
-            return -1;
-        brig_error_release(err);
-        return 0;
-    }
-    for (char *p = procs; *p;) {
-        char *end;
-        long pid = strtol(p, &end, 10);
-        if (end == p)
-            break;
-        if (pid_list_add(l, (pid_t) pid) < 0)
-            return brig_error_set(err, ENOMEM, "cgroup: list");
-        p = end + strspn(end, "\n");
-    }
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (de->d_type != DT_DIR || strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        int child = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (child < 0)
-            continue;
-        if (collect_pids(child, l, err) < 0)
-            return -1;
-    }
-    return 0;
-}
-
 static int v2_pids(const struct brig_cgroup *cg, pid_t **out, size_t *n, brig_error_t *err)
 {
-    struct pid_list l = { NULL, 0, 0 };
-    int dfd = dup(cg->dir_fd);
-    if (dfd < 0)
-        return brig_error_set(err, errno, "cgroup `%s`: list", cg->path);
-    if (collect_pids(dfd, &l, err) < 0) {
-        free(l.v);
+    if (brig_cgroup_tree_pids(cg->dir_fd, out, n, err) < 0)
         return brig_error_wrap(err, "cgroup `%s`", cg->path);
-    }
-    *out = l.v;
-    *n = l.n;
     return 0;
 }
 
@@ -647,42 +569,6 @@ static int v2_kill_all(const struct brig_cgroup *cg, brig_error_t *err)
 
 /* ---- removal --------------------------------------------------------------------- */
 
-/* rmdir, retrying while the kernel still finishes off exited processes. */
-static int rmdir_patiently(int parent_fd, const char *name, long long deadline)
-{
-    for (;;) {
-        if (unlinkat(parent_fd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
-            return 0;
-        if (errno != EBUSY || now_ms() > deadline)
-            return -1;
-        sleep_ms(10);
-    }
-}
-
-/* Child cgroups the container made (with its cgroup namespace) go first:
- * a cgroup with children can't be removed. Consumes dfd. */
-static int remove_children(int dfd, const char *path, long long deadline, brig_error_t *err)
-{
-    cleanup_dir DIR *d = fdopendir(dfd);
-    if (d == NULL) {
-        close(dfd);
-        return brig_error_set(err, errno, "cgroup: remove `%s`", path);
-    }
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (de->d_type != DT_DIR || strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        int child = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (child < 0)
-            continue;
-        if (remove_children(child, path, deadline, err) < 0)
-            return -1;
-        if (rmdir_patiently(dirfd(d), de->d_name, deadline) < 0)
-            return brig_error_set(err, errno, "cgroup: remove `%s/%s`", path, de->d_name);
-    }
-    return 0;
-}
-
 static int v2_destroy(const char *path, brig_error_t *err)
 {
     cleanup_close int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -693,12 +579,12 @@ static int v2_destroy(const char *path, brig_error_t *err)
     }
     if (!is_cgroup2(path))
         return brig_error_set(err, 0, "cgroup: `%s` is not a cgroup v2 directory", path);
-    long long deadline = now_ms() + WAIT_MS;
+    long long deadline = brig_cgroup_now_ms() + WAIT_MS;
     while (events_value(dfd, "populated") == 1) {
-        if (now_ms() > deadline)
+        if (brig_cgroup_now_ms() > deadline)
             return brig_error_set(err, EBUSY, "cgroup `%s`: still has processes after %d s", path,
                                   WAIT_MS / 1000);
-        sleep_ms(10);
+        brig_cgroup_sleep_ms(10);
     }
     /* Most containers make no child cgroups: one rmdir, and the listing
      * only when that finds some. */
@@ -706,9 +592,9 @@ static int v2_destroy(const char *path, brig_error_t *err)
         int copy = dup(dfd);
         if (copy < 0)
             return brig_error_set(err, errno, "cgroup: remove `%s`", path);
-        if (remove_children(copy, path, deadline, err) < 0)
+        if (brig_cgroup_remove_children(copy, path, deadline, err) < 0)
             return -1;
-        if (rmdir_patiently(AT_FDCWD, path, deadline) < 0)
+        if (brig_cgroup_rmdir_patiently(AT_FDCWD, path, deadline) < 0)
             return brig_error_set(err, errno, "cgroup: remove `%s`", path);
     }
     return 0;
@@ -731,6 +617,8 @@ const struct brig_cgroup_backend brig_cgroup_v2 = {
     .kill_all = v2_kill_all,
     .destroy = v2_destroy,
     .stats = brig_cgroup_v2_stats,
+    .oom_watch = brig_cgroup_v2_oom_watch,
+    .oom_kills = brig_cgroup_v2_oom_kills,
     .clone_fd = v2_clone_fd,
     .open_sub = v2_open_sub,
 };

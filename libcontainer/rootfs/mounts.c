@@ -29,6 +29,8 @@
 
 #include "base/cleanup.h"
 #include "base/path.h"
+#include "cgroup/cgroup.h"
+#include "rootfs/mountinfo.h"
 
 /* ---- remounting ---- */
 
@@ -90,61 +92,6 @@ int brig_mount_set_recursive_attrs(int fd, unsigned long long set, unsigned long
 
 /* ---- /proc/self/mountinfo ---- */
 
-static void unescape_octal(char *s)
-{
-    char *out = s;
-    for (; *s; s++) {
-        if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0'
-            && s[3] <= '7') {
-            *out++ = (char) ((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
-            s += 3;
-        } else {
-            *out++ = *s;
-        }
-    }
-    *out = '\0';
-}
-
-struct mountinfo_entry {
-    char *mountpoint;
-    char *fstype;
-    bool shared;
-};
-
-/* "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 shared:2 - ext3 /dev/root rw" */
-static bool parse_mountinfo_line(char *line, struct mountinfo_entry *e)
-{
-    char *save = NULL;
-    bool after_dash = false;
-    *e = (struct mountinfo_entry){ 0 };
-    int i = 0;
-    for (char *tok = strtok_r(line, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save), i++) {
-        if (i == 4) {
-            e->mountpoint = tok;
-        } else if (i >= 6 && !after_dash) {
-            if (strcmp(tok, "-") == 0)
-                after_dash = true;
-            else if (strncmp(tok, "shared:", 7) == 0)
-                e->shared = true;
-        } else if (after_dash) {
-            e->fstype = tok;
-            break;
-        }
-    }
-    if (e->mountpoint == NULL || e->fstype == NULL)
-        return false;
-    unescape_octal(e->mountpoint);
-    return true;
-}
-
-static bool path_is_under(const char *path, const char *dir)
-{
-    size_t n = strlen(dir);
-    if (strcmp(dir, "/") == 0)
-        return true;
-    return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
-}
-
 /* The mount the rootfs directory lives on (the longest mount point above
  * it; the last one listed when several are stacked). */
 static int find_parent_mount(const char *rootfs, char **mountpoint, bool *shared, brig_error_t *err)
@@ -156,8 +103,8 @@ static int find_parent_mount(const char *rootfs, char **mountpoint, bool *shared
         return brig_error_set(err, errno, "open `/proc/self/mountinfo`");
     *mountpoint = NULL;
     while (getline(&line, &cap, f) > 0) {
-        struct mountinfo_entry e;
-        if (!parse_mountinfo_line(line, &e) || !path_is_under(rootfs, e.mountpoint))
+        struct brig_mountinfo e;
+        if (!brig_mountinfo_parse_line(line, &e) || !brig_path_is_under(rootfs, e.mountpoint))
             continue;
         size_t n = strlen(e.mountpoint);
         if (n < best)
@@ -185,8 +132,8 @@ static char *find_host_cgroup2(void)
     cleanup_free char *line = NULL;
     size_t cap = 0;
     while (f != NULL && getline(&line, &cap, f) > 0) {
-        struct mountinfo_entry e;
-        if (parse_mountinfo_line(line, &e) && strcmp(e.fstype, "cgroup2") == 0)
+        struct brig_mountinfo e;
+        if (brig_mountinfo_parse_line(line, &e) && strcmp(e.fstype, "cgroup2") == 0)
             return strdup(e.mountpoint);
     }
     return NULL;
@@ -308,16 +255,22 @@ static int mount_fallback_bind(int root_fd, const char *host, const struct brig_
     return 0;
 }
 
-/* brig is cgroup v2 only, so "cgroup" means cgroup2. The kernel refuses a
- * fresh cgroup2 mount in a user namespace without its own cgroup namespace
- * (and may on a hybrid host whose v1 controllers keep v2 busy); then the
- * host's v2 hierarchy is bound instead. That shows the host's whole tree
- * rather than the container's cgroup-namespace view, so it is read-only:
- * the container may look, never move processes or change limits. */
+/* On a host with v1 hierarchies (hybrid, legacy), type "cgroup" is a tmpfs
+ * holding each of them (cgroup_mount.c), as runc makes it. Otherwise, and
+ * for "cgroup2" anywhere, it is cgroup2. The kernel refuses a fresh cgroup2
+ * mount in a user namespace without its own cgroup namespace (and may on a
+ * hybrid host whose v1 controllers keep v2 busy); then the host's v2
+ * hierarchy is bound instead. That shows the host's whole tree rather than
+ * the container's cgroup-namespace view, so it is read-only: the container
+ * may look, never move processes or change limits. */
 static int mount_cgroup(int root_fd, const struct brig_rootfs_step *s, const char *to,
                         brig_error_t *err)
 {
     const struct brig_mount_flags *mf = &s->mount;
+    enum brig_cgroup_layout layout = brig_cgroup_layout();
+    if ((layout == BRIG_CGROUP_LAYOUT_HYBRID || layout == BRIG_CGROUP_LAYOUT_LEGACY)
+        && strcmp(s->fstype, "cgroup") == 0)
+        return brig_rootfs_do_cgroup_v1(root_fd, s, to, layout == BRIG_CGROUP_LAYOUT_HYBRID, err);
     if (mount("cgroup2", to, "cgroup2", mf->flags, mf->data) == 0)
         return mount_finish(root_fd, s, mf, false, err);
     int saved = errno;

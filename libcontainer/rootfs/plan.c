@@ -151,7 +151,8 @@ static int classify_mount(size_t i, const struct brig_mount *m, struct brig_root
     return 0;
 }
 
-static int plan_mount(struct builder *b, size_t i, const struct brig_mount *m, brig_error_t *err)
+static int plan_mount(struct builder *b, size_t i, const struct brig_mount *m, bool cgroupns,
+                      brig_error_t *err)
 {
     if (m->destination == NULL)
         return brig_error_set(err, 0, "missing mounts[%zu].destination", i);
@@ -162,9 +163,10 @@ static int plan_mount(struct builder *b, size_t i, const struct brig_mount *m, b
         return oom(err);
     struct brig_rootfs_step *s = add_step(b, BRIG_ROOTFS_PREPARE, BRIG_STEP_MOUNT, i, dest, err);
     if (s == NULL || copy_optional(&s->source, m->source, err) < 0
-        || copy_optional(&s->fstype, m->type, err) < 0)
+        || copy_optional(&s->fstype, m->type, err) < 0 || classify_mount(i, m, s, err) < 0)
         return -1;
-    return classify_mount(i, m, s, err);
+    s->cgroupns = s->mount_kind == BRIG_MOUNT_CGROUP && cgroupns;
+    return 0;
 }
 
 /* ---- /dev ---- */
@@ -340,8 +342,9 @@ static int plan_prepare(struct builder *b, const struct brig_spec *spec, unsigne
     /* pivot_root needs the new root to be a mount point. */
     if (add_step(b, BRIG_ROOTFS_PREPARE, BRIG_STEP_BIND_ROOTFS, DEFAULT_INDEX, rootfs, err) == NULL)
         return -1;
+    bool cgroupns = brig_spec_namespace(spec, BRIG_NS_CGROUP) != NULL;
     for (size_t i = 0; i < spec->n_mounts; i++)
-        if (plan_mount(b, i, &spec->mounts[i], err) < 0)
+        if (plan_mount(b, i, &spec->mounts[i], cgroupns, err) < 0)
             return -1;
     if (!wants_default_dev(spec))
         return 0;

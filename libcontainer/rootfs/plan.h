@@ -55,9 +55,11 @@ enum brig_rootfs_mount_kind {
     BRIG_MOUNT_BIND,  /* type "bind", or no type / "none" with a bind option */
     BRIG_MOUNT_TMPFS, /* may copy up what it covers (tmpcopyup) */
     BRIG_MOUNT_PROC,
-    BRIG_MOUNT_SYSFS,  /* the host's /sys bound where a fresh one is refused */
-    BRIG_MOUNT_CGROUP, /* "cgroup" or "cgroup2": always cgroup2, the host's bound read-only
-                          where a fresh one is refused */
+    BRIG_MOUNT_SYSFS, /* the host's /sys bound where a fresh one is refused */
+    /* "cgroup" or "cgroup2": cgroup2 on a unified host (the host's bound
+       read-only where a fresh one is refused); "cgroup" on a host with v1
+       hierarchies is a tmpfs with each of them in it (rootfs/cgroup_view.h) */
+    BRIG_MOUNT_CGROUP,
     BRIG_MOUNT_DEVPTS, /* retried without gid= when that gid is not mapped */
     BRIG_MOUNT_MQUEUE,
     BRIG_MOUNT_OTHER, /* any other filesystem type, passed to the kernel as written */
@@ -94,6 +96,10 @@ struct brig_rootfs_step {
     /* MOUNT: the parsed options. A bind has MS_BIND in flags (and MS_REC
      * for rbind); a filesystem has neither. copy_up only on a tmpfs. */
     struct brig_mount_flags mount;
+    /* MOUNT of kind CGROUP: the init has a cgroup namespace (new or
+     * joined), entered once it is in its cgroups, so a fresh cgroup mount
+     * shows the container's cgroup as its root. */
+    bool cgroupns;
     unsigned long propagation;    /* PROPAGATE_HOST_ROOT, PROPAGATE_ROOT */
     struct brig_rootfs_node node; /* DEVICE */
 };

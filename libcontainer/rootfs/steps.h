@@ -12,6 +12,13 @@ int brig_rootfs_do_mount(int root_fd, const struct brig_rootfs_step *s, brig_err
 /* mounts.c: the mount holding `rootfs` made private, when it is shared. */
 int brig_rootfs_do_private_parent(const char *rootfs, brig_error_t *err);
 
+/* cgroup_mount.c: a mount of type "cgroup" on a host with v1 hierarchies,
+ * at `to` (the destination, resolved): a tmpfs with the container's cgroup
+ * of every hierarchy in it (rootfs/cgroup_view.h), and of the v2 tree as
+ * "unified" when with_unified (a hybrid host). */
+int brig_rootfs_do_cgroup_v1(int root_fd, const struct brig_rootfs_step *s, const char *to,
+                             bool with_unified, brig_error_t *err);
+
 /* devices.c: `path` as the directory a node or link goes in and its last
  * component, both cleaned (caller frees). Pure. */
 int brig_rootfs_split_node_path(const char *path, char **dir, char **name, brig_error_t *err);

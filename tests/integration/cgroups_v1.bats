@@ -285,3 +285,19 @@ own_cgroup() {
 	assert_no_leftovers "$CID"
 	[ ! -e "/sys/fs/cgroup/pids/brig/$CID" ]
 }
+
+@test "v1: on a hybrid host, a controller only the v2 tree offers is used there, as are unified keys" {
+	[ "$(cgroup_v2_root)" = /sys/fs/cgroup/unified ] && mountpoint -q /sys/fs/cgroup/unified || skip "not a hybrid host"
+	grep -qw hugetlb /sys/fs/cgroup/unified/cgroup.controllers || skip "the v2 tree offers no hugetlb"
+	grep -q " - cgroup .*hugetlb" /proc/self/mountinfo && skip "hugetlb is a v1 hierarchy here"
+	update_config '.linux.resources.hugepageLimits = [{pageSize: "2MB", limit: 4194304}]
+		| .linux.resources.unified = {"cgroup.max.depth": "3"}'
+	set_args sleep 100
+	brig_detached run -d "$CID"
+	v2=$(container_cgroup "$CID")
+	[[ "$v2" == /sys/fs/cgroup/unified/* ]] || fail "$v2"
+	[ "$(cat "$v2/hugetlb.2MB.max")" = 4194304 ]
+	[ "$(cat "$v2/cgroup.max.depth")" = 3 ]
+	brig update -r - "$CID" <<<'{"hugepageLimits": [{"pageSize": "2MB", "limit": 8388608}]}'
+	[ "$(cat "$v2/hugetlb.2MB.max")" = 8388608 ]
+}

@@ -20,6 +20,7 @@ setup() {
 
 teardown() {
 	[ -z "${RECVTTY_PID:-}" ] || kill "$RECVTTY_PID" 2>/dev/null || true
+	restore_release_agents
 	[ -z "${RO_MOUNT:-}" ] || umount -l "$RO_MOUNT" 2>/dev/null || true
 	# The copy's read-only view that brig keeps for later runs of the same
 	# file (brig(8) FILES): the copy goes with the test, so does its view.
@@ -521,6 +522,193 @@ run_self_exe_attack() {
 	set_args grep '^CapInh' /proc/self/status
 	run brig run "$CID"
 	[ "$output" = "CapInh:	0000000000000020" ]
+}
+
+# ---------------------------------------------------- CVE-2022-0492 ----
+
+# The host's cgroup v1 hierarchies: the mount points of type cgroup under
+# /sys/fs/cgroup (not the links beside them, nor a hybrid host's v2 tree).
+v1_hierarchies() {
+	local h
+	for h in /sys/fs/cgroup/*; do
+		[ ! -L "$h" ] && [ "$(stat -f -c %T "$h")" = cgroupfs ] && echo "$h"
+	done
+	return 0
+}
+
+require_cgroup_v1() {
+	[ -n "$(v1_hierarchies)" ] || skip "the host has no cgroup v1 hierarchy"
+}
+
+# release_agents: every v1 hierarchy of the host and its release_agent, a
+# line each.
+release_agents() {
+	local h
+	for h in $(v1_hierarchies); do
+		printf '%s %s\n' "$h" "$(cat "$h/release_agent")"
+	done
+}
+
+# save_release_agents: what teardown puts back should an attack change one.
+save_release_agents() {
+	release_agents >"$BATS_TEST_TMPDIR/release_agents"
+}
+
+restore_release_agents() {
+	local h agent
+	[ -f "${BATS_TEST_TMPDIR:-}/release_agents" ] || return 0
+	while read -r h agent; do
+		[ "$(cat "$h/release_agent")" = "$agent" ] || echo "$agent" >"$h/release_agent"
+	done <"$BATS_TEST_TMPDIR/release_agents"
+}
+
+# A release agent in the image, named by its host path: the kernel would
+# run it as root in the host's namespaces (an attacker reads where its
+# rootfs is from mountinfo). It leaves a mark in the host target.
+plant_release_agent() {
+	RELEASE_AGENT=$ROOTFS/bin/release-agent
+	printf '#!/bin/sh\ntouch %s/released\n' "$HOST_TARGET" >"$RELEASE_AGENT"
+	chmod 755 "$RELEASE_AGENT"
+}
+
+@test "CVE-2022-0492: the container's cgroup v1 hierarchies are read-only, with or without a cgroup namespace" {
+	require_cgroup_v1
+	# Values written back as they are, so a broken runtime changes nothing.
+	set_args sh -c '
+		for h in /sys/fs/cgroup/*; do
+			[ -L "$h" ] && continue
+			for f in notify_on_release cgroup.procs cgroup.clone_children; do
+				[ -e "$h/$f" ] || continue
+				v=$(head -n1 "$h/$f")
+				{ echo "${v:-0}" >"$h/$f"; } 2>/dev/null && echo "wrote $h/$f"
+			done
+			mkdir "$h/child" 2>/dev/null && echo "made $h/child"
+		done
+		f=/sys/fs/cgroup/memory/memory.limit_in_bytes
+		v=$(cat $f) && echo "read $f"
+		{ echo "$v" >$f; } 2>&1
+		echo end'
+	for ns in with without; do
+		[ "$ns" = with ] || update_config '.linux.namespaces |= map(select(.type != "cgroup"))'
+		run brig run "$CID-$ns"
+		echo "$output"
+		[ "$status" -eq 0 ]
+		refute grep -qE '^(wrote|made) ' <<<"$output"
+		grep -qx "read /sys/fs/cgroup/memory/memory.limit_in_bytes" <<<"$output"
+		[[ "${lines[-2]}" == *"Read-only file system"* ]] || fail "$ns: ${lines[-2]}"
+		[ "${lines[-1]}" = end ]
+	done
+}
+
+@test "CVE-2022-0492: a hierarchy mounted afresh in the container's cgroup namespace has no release_agent" {
+	require_cgroup_v1
+	update_config '.process.capabilities |= with_entries(.value += ["CAP_SYS_ADMIN"])'
+	add_mount /tmp tmpfs tmpfs
+	# Every v1 hierarchy the container is in, by the controllers that
+	# name it ("memory", "cpu,cpuacct", "name=systemd").
+	set_args sh -c '
+		for c in $(cut -d: -f2 /proc/self/cgroup); do
+			mkdir -p "/tmp/$c"
+			mount -t cgroup -o "$c" cgroup "/tmp/$c" || continue
+			echo "mounted $c"
+			[ -e "/tmp/$c/release_agent" ] && echo "release_agent in $c"
+			umount "/tmp/$c"
+		done
+		echo end'
+	run brig run "$CID"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	grep -qx "mounted memory" <<<"$output"
+	[ "$(grep -c '^mounted ' <<<"$output")" -eq "$(v1_hierarchies | wc -l)" ]
+	refute grep -q '^release_agent in' <<<"$output"
+	[ "${lines[-1]}" = end ]
+}
+
+@test "CVE-2022-0492: a release agent set from the container never runs on the host" {
+	require_cgroup_v1
+	save_release_agents
+	plant_release_agent
+	# CAP_DAC_OVERRIDE too: a hierarchy's root directory is r-x even to
+	# its owner, and the attack would make a child cgroup there.
+	update_config '.process.capabilities |= with_entries(.value += ["CAP_SYS_ADMIN", "CAP_DAC_OVERRIDE"])'
+	add_mount /tmp tmpfs tmpfs
+	# try_agent DIR: a cgroup v1 mount the container holds, turned into an
+	# escape if the kernel lets it: its release agent set (file, then
+	# remount), a child with notify_on_release, a process in it that exits.
+	set_args sh -c '
+		agent=$1
+		try_agent() {
+			{ echo "$agent" >"$1/release_agent"; } 2>/dev/null && echo "set release_agent in $1"
+			mount -o "remount,$2,release_agent=$agent" "$1" 2>/dev/null && echo "remounted $1"
+			mkdir "$1/escape" 2>/dev/null || return 0
+			echo 1 >"$1/escape/notify_on_release"
+			sh -c "echo \$\$ >$1/escape/cgroup.procs"
+			sleep 0.2
+			rmdir "$1/escape"
+		}
+		# The mounts brig made, remounted with a release agent.
+		grep " - cgroup " /proc/self/mountinfo | while read -r line; do
+			opts=${line##* }
+			opts=${opts#r[ow],}
+			try_agent "$(echo "$line" | cut -d" " -f5)" "$opts"
+		done
+		# Each hierarchy mounted afresh, read-write.
+		for c in $(cut -d: -f2 /proc/self/cgroup); do
+			mkdir -p "/tmp/$c"
+			mount -t cgroup -o "$c" cgroup "/tmp/$c" || continue
+			echo "mounted $c"
+			try_agent "/tmp/$c" "$c"
+			umount "/tmp/$c"
+		done
+		# New hierarchies: a named one, and each controller the host left
+		# out of v1 (whose root would have a release_agent).
+		for c in none,name=brig-escape $(awk "NR > 1 && \$2 == 0 { print \$1 }" /proc/cgroups); do
+			mkdir -p "/tmp/new-$c"
+			mount -t cgroup -o "$c" cgroup "/tmp/new-$c" 2>/dev/null || continue
+			echo "made hierarchy $c"
+			try_agent "/tmp/new-$c" "$c"
+			umount "/tmp/new-$c"
+		done
+		echo end' attack "$RELEASE_AGENT"
+	run brig run "$CID"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "${lines[-1]}" = end ]
+	# The attack did reach the hierarchies (it isn't vacuous) and nothing
+	# of it worked.
+	grep -qx "mounted memory" <<<"$output"
+	refute grep -qE '^(set release_agent|remounted|made hierarchy) ' <<<"$output"
+	# The kernel starts an agent from a work queue: give it time to.
+	sleep 3
+	assert_host_target_untouched
+	[ "$(release_agents)" = "$(cat "$BATS_TEST_TMPDIR/release_agents")" ]
+}
+
+@test "CVE-2022-0492: the default seccomp profile refuses cgroup mounts even with CAP_SYS_ADMIN" {
+	require_cgroup_v1
+	save_release_agents
+	plant_release_agent
+	update_config '.linux.seccomp = $p[0]' --slurpfile p "${top_srcdir:-$BATS_TEST_DIRNAME/../..}/seccomp-profiles/default.json"
+	update_config '.process.capabilities |= with_entries(.value += ["CAP_SYS_ADMIN"])'
+	add_mount /tmp tmpfs tmpfs
+	set_args sh -c '
+		mkdir /tmp/m
+		mount -t cgroup -o memory cgroup /tmp/m 2>&1
+		mount -o "remount,memory,release_agent=$1" /sys/fs/cgroup/memory 2>&1
+		echo end' attack "$RELEASE_AGENT"
+	# Without a cgroup namespace a fresh mount would show the host's whole
+	# hierarchy, release_agent included: there the profile is all that
+	# stands in the way of CAP_SYS_ADMIN.
+	for ns in with without; do
+		[ "$ns" = with ] || update_config '.linux.namespaces |= map(select(.type != "cgroup"))'
+		run brig run "$CID-$ns"
+		echo "$output"
+		[ "$status" -eq 0 ]
+		[ "$(grep -ciE "operation not permitted|permission denied" <<<"$output")" -eq 2 ]
+		[ "${lines[-1]}" = end ]
+	done
+	assert_host_target_untouched
+	[ "$(release_agents)" = "$(cat "$BATS_TEST_TMPDIR/release_agents")" ]
 }
 
 # --------------------------------------------------- /proc and /sys ----

@@ -194,6 +194,48 @@ teardown() {
 	[ "$output" = ok ]
 }
 
+# v1_host_names: what the host has in /sys/fs/cgroup on a host with cgroup
+# v1 hierarchies (a directory per hierarchy, links to co-mounted ones,
+# "unified" on a hybrid host), sorted; nothing on a unified host.
+v1_host_names() {
+	[ "$(stat -f -c %T /sys/fs/cgroup)" = tmpfs ] || return 0
+	local h
+	for h in /sys/fs/cgroup/*; do
+		case $(stat -f -c %T "$h") in cgroupfs | cgroup2fs) echo "${h##*/}" ;; esac
+	done | sort
+}
+
+@test "on a cgroup v1 host, /sys/fs/cgroup holds the container's own cgroup of each hierarchy, read-only" {
+	[ -n "$(v1_host_names)" ] || skip "the host has no cgroup v1 hierarchy"
+	update_config '.linux.resources.memory = {limit: 33554432}'
+	set_args sh -c '
+		ls /sys/fs/cgroup | sort | tr "\n" " "; echo
+		grep " /sys/fs/cgroup" /proc/self/mountinfo | cut -d" " -f5,6
+		echo "limit $(cat /sys/fs/cgroup/memory/memory.limit_in_bytes)"
+		echo -n procs
+		while read -r p; do echo -n " $p"; done </sys/fs/cgroup/memory/cgroup.procs
+		echo'
+	for ns in with without; do
+		[ "$ns" = with ] || update_config '.linux.namespaces |= map(select(.type != "cgroup"))'
+		run brig run "$CID-$ns"
+		echo "$output"
+		[ "$status" -eq 0 ]
+		# Named as the host names them, co-mounted links included.
+		[ "$(squeeze "${lines[0]}")" = "$(squeeze "$(v1_host_names)")" ]
+		# The tmpfs and every hierarchy in it: read-only, nosuid, nodev, noexec.
+		local n=0 line
+		while read -r line; do
+			[[ ",${line#* }," == *,ro,*nosuid,*nodev,*noexec,* ]] || fail "$ns: $line"
+			n=$((n + 1))
+		done < <(grep '^/sys/fs/cgroup' <<<"$output")
+		[ "$n" -gt 1 ]
+		# Its own memory cgroup: the limit it was given, and only itself
+		# (pid 1 of its pid namespace, reading with shell builtins) in it.
+		grep -qx "limit 33554432" <<<"$output"
+		grep -qx "procs 1" <<<"$output"
+	done
+}
+
 @test "/dev has the standard devices and links" {
 	set_args sh -c '
 		for f in null zero full random urandom tty ptmx; do

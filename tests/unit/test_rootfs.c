@@ -5,6 +5,7 @@
  * The child's TAP lines share stdout; it hands its counters back through a
  * pipe so the parent can add host-side checks and print the plan. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
@@ -20,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cgroup/cgroup.h"
 #include "rootfs/plan.h"
 #include "base/path.h"
 #include "unit.h"
@@ -153,6 +155,51 @@ static bool has_flags(const char *path, unsigned long flags)
     return statvfs(path, &sv) == 0 && (sv.f_flag & flags) == flags;
 }
 
+/* Every directory in the container's /sys/fs/cgroup is a read-only cgroup
+ * mount (this spec has no cgroup namespace: binds of the host's); cgroup2
+ * only as "unified". Counts them. */
+static int v1_hierarchies_read_only(void)
+{
+    DIR *d = opendir("/sys/fs/cgroup");
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+        char path[300];
+        if (e->d_type != DT_DIR || e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "/sys/fs/cgroup/%s", e->d_name);
+        bool v2 = strcmp(e->d_name, "unified") == 0;
+        if (!fs_is(path, v2 ? CGROUP2_SUPER_MAGIC : CGROUP_SUPER_MAGIC)
+            || !has_flags(path, ST_RDONLY | ST_NOSUID | ST_NODEV | ST_NOEXEC)) {
+            printf("#   %s is not a read-only cgroup mount\n", path);
+            n = -1;
+            break;
+        }
+        n++;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static void check_cgroup_mount(bool in_userns)
+{
+    enum brig_cgroup_layout layout = brig_cgroup_layout();
+    if (layout != BRIG_CGROUP_LAYOUT_HYBRID && layout != BRIG_CGROUP_LAYOUT_LEGACY) {
+        CHECK(fs_is("/sys/fs/cgroup", CGROUP2_SUPER_MAGIC), "type cgroup mounts cgroup v2");
+        if (in_userns)
+            CHECK(has_flags("/sys/fs/cgroup", ST_RDONLY), "host cgroup2 fallback is read-only");
+        return;
+    }
+    CHECK(fs_is("/sys/fs/cgroup", TMPFS_MAGIC)
+              && has_flags("/sys/fs/cgroup", ST_RDONLY | ST_NOSUID | ST_NODEV | ST_NOEXEC),
+          "v1 host: type cgroup is a read-only tmpfs");
+    CHECK(v1_hierarchies_read_only() > 0,
+          "v1 host: each hierarchy in it, a read-only cgroup mount");
+    struct stat st;
+    CHECK((layout == BRIG_CGROUP_LAYOUT_HYBRID) == (stat("/sys/fs/cgroup/unified", &st) == 0),
+          "v1 host: the v2 tree as unified on a hybrid host only");
+}
+
 static bool is_null_device(const char *path)
 {
     struct stat st;
@@ -240,9 +287,7 @@ static void check_inside(bool in_userns, int host_tmp)
           "nothing created in the host's /tmp");
 
     CHECK(fs_is("/sys", SYSFS_MAGIC) && has_flags("/sys", ST_RDONLY), "/sys is a read-only sysfs");
-    CHECK(fs_is("/sys/fs/cgroup", CGROUP2_SUPER_MAGIC), "type cgroup mounts cgroup v2");
-    if (in_userns)
-        CHECK(has_flags("/sys/fs/cgroup", ST_RDONLY), "host cgroup2 fallback is read-only");
+    check_cgroup_mount(in_userns);
 
     CHECK(fs_is("/secret_dir", TMPFS_MAGIC) && has_flags("/secret_dir", ST_RDONLY)
               && stat("/secret_dir/key", &st) < 0,

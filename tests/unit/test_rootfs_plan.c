@@ -194,6 +194,17 @@ static void check_default_mounts(const struct brig_rootfs_plan *plan)
               && cg->mount.flags == (MS_NOSUID | MS_NOEXEC | MS_NODEV | MS_RELATIME | MS_RDONLY)
               && strcmp(cg->fstype, "cgroup") == 0,
           "default: type cgroup plans a cgroup mount");
+    CHECK(cg && cg->cgroupns, "default: the cgroup mount knows of the cgroup namespace");
+    /* Without one, the init binds its directories instead of mounting. */
+    struct brig_spec *no_ns =
+        parse_config("{'path': 'rootfs'}",
+                     "{'destination': '/sys/fs/cgroup', 'type': 'cgroup', 'source': 'cgroup'}", "");
+    struct brig_rootfs_plan *no_ns_plan = plan_of(no_ns, false);
+    brig_spec_free(no_ns);
+    cg = mount_at(no_ns_plan, "/sys/fs/cgroup");
+    CHECK(cg && cg->mount_kind == BRIG_MOUNT_CGROUP && !cg->cgroupns,
+          "no cgroup namespace: the cgroup mount knows it has none");
+    brig_rootfs_plan_free(no_ns_plan);
 }
 
 static void test_default_spec(void)
@@ -244,6 +255,8 @@ static void test_rootless_spec(void)
           "rootless: /sys is an rbind of the host's, read-only");
     const struct brig_rootfs_step *pts = mount_at(plan, "/dev/pts");
     CHECK(data_is(pts, "newinstance,ptmxmode=0666,mode=0620"), "rootless: devpts without gid=");
+    const struct brig_rootfs_step *cg = mount_at(plan, "/sys/fs/cgroup");
+    CHECK(cg && cg->cgroupns, "rootless: the cgroup mount knows of the cgroup namespace");
     bool all_from_host = count(plan, BRIG_STEP_DEVICE) == 6;
     for (size_t i = 0; i < 6; i++) {
         const struct brig_rootfs_step *d = nth(plan, BRIG_STEP_DEVICE, i);
