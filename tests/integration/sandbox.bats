@@ -182,7 +182,7 @@ MALLOC_CONF=narenas:1,background_thread:true,lg_tcache_max:10,dirty_decay_ms:500
 	"$BRIG" --root "$SB_ROOT" delete s1
 	sb create --rootfs "$ROOTFS_TREE" --services "$SB_HOST/services.conf" s1
 	run sb exec s1 -- cat /mnt/data/survivor
-	[ "$output" = kept ]
+	[ "$output" = kept ] || fail "after the restart: $output"
 }
 
 @test "sandbox cp: in and out of /mnt/data, never out of it through a symlink" {
