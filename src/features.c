@@ -55,7 +55,7 @@ static void gen_linux(yajl_gen g)
     gen_bool(g, "v2", true);
     gen_bool(g, "systemd", false);
     gen_bool(g, "systemdUser", false);
-    gen_bool(g, "rdma", false);
+    gen_bool(g, "rdma", true);
     yajl_gen_map_close(g);
     STR(g, "seccomp");
     yajl_gen_map_open(g);

@@ -42,6 +42,13 @@ has() {
 	done
 }
 
+@test "features says cgroup v1 and v2 are managed, systemd is not" {
+	out=$(brig features)
+	[ "$(jq -r '.linux.cgroup.v1' <<<"$out")" = true ]
+	[ "$(jq -r '.linux.cgroup.v2' <<<"$out")" = true ]
+	[ "$(jq -r '.linux.cgroup.systemd' <<<"$out")" = false ]
+}
+
 @test "features lists the time namespace" {
 	# brig-specific: runc 1.1 has no time namespace.
 	has .linux.namespaces time
