@@ -59,6 +59,10 @@ int shim_oom_new(struct shim_loop *loop, shim_oom_fire_cb cb, void *data, struct
 /* Watches the cgroup the state file recorded as cgroup_path (v1 or v2);
  * cb(data, key) when its OOM kill count rises. */
 int shim_oom_watch(struct shim_oom *o, const char *cgroup_path, void *key, brig_error_t *err);
+/* A last look at key's count, now, for a container whose init has just
+ * died: cb(data, key) when a kill was counted that no notification or
+ * recheck has told yet. */
+void shim_oom_settle(struct shim_oom *o, void *key);
 void shim_oom_unwatch(struct shim_oom *o, void *key);
 void shim_oom_free(struct shim_oom *o);
 

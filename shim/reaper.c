@@ -159,21 +159,28 @@ static void arm_rechecks(struct shim_oom *o)
     timerfd_settime(o->tfd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
-/* Fires the callback for new kills, else plans the next look. True when
- * it fired: the callback may have unwatched w, or any other watch. */
-static bool look(struct shim_oom *o, struct oom_watch *w)
+/* Fires the callback when the count has risen. True when it fired: the
+ * callback may have unwatched w, or any other watch. */
+static bool tell_new_kills(struct shim_oom *o, struct oom_watch *w)
 {
     uint64_t kills = w->oom_kills;
     brig_error_t err = NULL;
     if (brig_cgroup_oom_kills(&w->cg, &kills, &err) < 0)
         brig_error_release(&err); /* the cgroup has gone: no kill to tell */
+    if (kills <= w->oom_kills)
+        return false;
+    w->oom_kills = kills;
+    w->looks = 0;
+    o->cb(o->data, w->key);
+    return true;
+}
+
+/* Fires the callback for new kills, else plans the next look. */
+static bool look(struct shim_oom *o, struct oom_watch *w)
+{
     w->looks--;
-    if (kills > w->oom_kills) {
-        w->oom_kills = kills;
-        w->looks = 0;
-        o->cb(o->data, w->key);
+    if (tell_new_kills(o, w))
         return true;
-    }
     w->due = now_ms() + (FIRST_RECHECK_MS << (LOOKS - 1 - w->looks));
     return false;
 }
@@ -197,18 +204,19 @@ static void on_recheck(struct shim_loop *loop, int fd, uint32_t events, void *da
     arm_rechecks(o);
 }
 
-static void on_notified(struct shim_loop *loop, int fd, uint32_t events, void *data)
+/* True when a notification was waiting on w's fd (read now, rearming it). */
+static bool drain(const struct oom_watch *w)
 {
-    (void) loop;
-    (void) events;
-    struct oom_watch *w = data;
-    struct shim_oom *o = w->o;
     uint64_t buf[64]; /* an eventfd's count, or inotify events */
-    while (read(fd, buf, sizeof buf) > 0)
-        ;
-    w->looks = LOOKS;
-    if (look(o, w))
-        return; /* w may be gone */
+    bool any = false;
+    while (read(w->fd, buf, sizeof buf) > 0)
+        any = true;
+    return any;
+}
+
+/* The rechecks' timer, made on the first use, armed for the earliest due. */
+static void plan_rechecks(struct shim_oom *o)
+{
     if (o->tfd < 0) {
         o->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
         brig_error_t err = NULL;
@@ -221,6 +229,20 @@ static void on_notified(struct shim_loop *loop, int fd, uint32_t events, void *d
             return; /* no rechecks: a kill counted late is told at the next notification */
     }
     arm_rechecks(o);
+}
+
+static void on_notified(struct shim_loop *loop, int fd, uint32_t events, void *data)
+{
+    (void) loop;
+    (void) fd;
+    (void) events;
+    struct oom_watch *w = data;
+    struct shim_oom *o = w->o;
+    drain(w);
+    w->looks = LOOKS;
+    if (look(o, w))
+        return; /* w may be gone */
+    plan_rechecks(o);
 }
 
 int shim_oom_new(struct shim_loop *loop, shim_oom_fire_cb cb, void *data, struct shim_oom **out,
@@ -260,6 +282,34 @@ int shim_oom_watch(struct shim_oom *o, const char *cgroup_path, void *key, brig_
     w->next = o->watches;
     o->watches = w;
     return 0;
+}
+
+/* The kernel counts a kill after it has sent the SIGKILL and logged it,
+ * so a dead init can be reaped before its kill is counted, and containerd,
+ * told of the exit, deletes the task before a recheck is due: the OOM
+ * would never be told. So while a notification is outstanding (read or
+ * not), the count is looked at for a little longer here, at most
+ * SETTLE_WAIT_MS in all; a death without one costs a single read. */
+enum { SETTLE_WAIT_MS = 127 };
+
+void shim_oom_settle(struct shim_oom *o, void *key)
+{
+    struct oom_watch *w = o->watches;
+    while (w && w->key != key)
+        w = w->next;
+    if (w == NULL)
+        return;
+    if (drain(w))
+        w->looks = LOOKS;
+    for (int ms = 1; !tell_new_kills(o, w); ms *= 2) {
+        if (w->looks == 0)
+            return;
+        if (ms > SETTLE_WAIT_MS) {
+            plan_rechecks(o); /* the regular looks go on while the task lasts */
+            return;
+        }
+        nanosleep(&(struct timespec){ 0, ms * 1000000L }, NULL);
+    }
 }
 
 void shim_oom_unwatch(struct shim_oom *o, void *key)

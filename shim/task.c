@@ -119,11 +119,14 @@ static bool execs_running(const struct ctr *c)
     return false;
 }
 
-/* Reports p's exit: output copied first, then the exit callback, then
- * every Wait. Callbacks may delete p, so nothing of p is used after. */
+/* Reports p's exit: an OOM kill of the container not told yet and its
+ * output first, then the exit callback, then every Wait. Callbacks may
+ * delete p, so nothing of p is used after. */
 static void report(struct shim_tasks *t, struct proc *p)
 {
     p->reported = true;
+    if (p == p->c->procs)
+        shim_oom_settle(t->oom, p->c);
     shim_io_drain(p->io);
     struct shim_exit e;
     exit_of(p, &e);

@@ -1,11 +1,23 @@
 #!/bin/sh
-# The integration suite as `make check` runs it. Every bats file runs on
-# this host, except the cgroup and podman ones when the host's cgroup v2
-# hierarchy lacks the controllers they need (the development and CI hosts are
-# hybrid): those run in the test VM (tests/vm/), all in one boot, so no
-# cgroup test is skipped. Ends with one line "N passed, N failed, N skipped"
-# for both runs together. BRIG_CHECK_HOST_ONLY=1 runs only the host part
-# (the sanitizer build does: scripts/test-sanitizers.sh).
+# The integration suite as `make check` runs it: most files on this host,
+# some in the test VM (tests/vm/, a pure cgroup v2 machine), all of the VM's
+# in one boot, so that every cgroup layout brig supports is tested where
+# there is one and no test is skipped:
+#   - cgroups.bats and cgroups_limits.bats test cgroup v2: on this host when
+#     its v2 hierarchy has the controllers they need, else in the VM (the
+#     development and CI hosts are hybrid: their v2 tree is empty);
+#   - cgroups_v1.bats tests v1 hierarchies: on this host when it has them
+#     (hybrid or legacy); a pure v2 host has nothing for it to test;
+#   - sandbox.bats, shim.bats and podman.bats work on either layout: on this
+#     host, and in the VM as well when this host is not itself v2 with the
+#     controllers, so the v2 side is covered too;
+#   - criu (checkpoint.bats, shim_checkpoint.bats, podman_checkpoint.bats)
+#     and the i386 syscall entry that the seccomp profiles must answer for
+#     (seccomp_abi.bats) need kernel features the development and CI hosts'
+#     kernels lack: always in the VM, whose Debian kernel has them.
+# Ends with one line "N passed, N failed, N skipped" for both runs
+# together. BRIG_CHECK_HOST_ONLY=1 runs only the host part (the sanitizer
+# build does: scripts/test-sanitizers.sh).
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -15,16 +27,24 @@ RECVTTY=${RECVTTY:-$top/tests/tools/recvtty}
 SECCOMP_AGENT=${SECCOMP_AGENT:-$top/tests/tools/seccomp-agent}
 export BRIG RECVTTY SECCOMP_AGENT top_srcdir="$top"
 
-cgroup_files="cgroups.bats cgroups_limits.bats podman.bats sandbox.bats shim.bats"
-# criu, and the i386 syscall entry that the seccomp profiles must answer
-# for, need kernel features the development and CI hosts' kernels lack:
-# these always run in the VM, whose Debian kernel has them.
-vm_files="checkpoint.bats seccomp_abi.bats"
+v2_files="cgroups.bats cgroups_limits.bats"
+v1_files="cgroups_v1.bats"
+either_files="podman.bats sandbox.bats shim.bats"
+vm_files="checkpoint.bats podman_checkpoint.bats seccomp_abi.bats shim_checkpoint.bats"
 
 host_has_v2_controllers() {
 	[ "$(stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ] || return 1
 	for c in memory pids cpu io cpuset; do
 		grep -qw "$c" /sys/fs/cgroup/cgroup.controllers || return 1
+	done
+}
+
+# v1 hierarchies (hybrid or legacy) binding what the either-layout files
+# limit and freeze.
+host_has_v1_controllers() {
+	[ "$(stat -f -c %T /sys/fs/cgroup)" != cgroup2fs ] || return 1
+	for c in memory pids cpu freezer; do
+		grep -qE " - cgroup [^ ]+ ([^ ]*,)?$c(,|$)" /proc/self/mountinfo || return 1
 	done
 }
 
@@ -44,11 +64,33 @@ run_suite() {
 	echo "${count:-0 passed, 1 failed, 0 skipped}" >>"$totals"
 }
 
+v2_here=false
+v1_here=false
+host_has_v2_controllers && v2_here=true
+host_has_v1_controllers && v1_here=true
+
 host_files=""
+vm_run=$vm_files
 for f in "$here"/integration/*.bats; do
 	name=$(basename "$f")
-	case " $cgroup_files " in
-	*" $name "*) host_has_v2_controllers || continue ;;
+	case " $v2_files " in
+	*" $name "*)
+		if $v2_here; then host_files="$host_files $name"; else vm_run="$vm_run $name"; fi
+		continue
+		;;
+	esac
+	case " $v1_files " in
+	*" $name "*)
+		if $v1_here; then host_files="$host_files $name"; fi
+		continue
+		;;
+	esac
+	case " $either_files " in
+	*" $name "*)
+		if $v2_here || $v1_here; then host_files="$host_files $name"; fi
+		$v2_here || vm_run="$vm_run $name"
+		continue
+		;;
 	esac
 	case " $vm_files " in
 	*" $name "*) continue ;;
@@ -56,14 +98,13 @@ for f in "$here"/integration/*.bats; do
 	host_files="$host_files $name"
 done
 
-vm_run=$vm_files
-host_has_v2_controllers || vm_run="$cgroup_files $vm_files"
 if [ "${BRIG_CHECK_HOST_ONLY:-0}" != 1 ]; then
 	# shellcheck disable=SC2086 # the file names have no blanks
-	run_suite "tests in the test VM (cgroup v2 controllers this host lacks; criu)" \
+	run_suite "tests in the test VM (cgroup v2 where this host has none; criu; i386 entry)" \
 		"$here/vm/run.sh" -e "BRIG=$BRIG" -e "RECVTTY=$RECVTTY" -e "top_srcdir=$top" \
 		sh "$here/integration/run.sh" $vm_run
 fi
+$v1_here || echo "# no v1 hierarchies of memory, pids, cpu and freezer here: $v1_files not run"
 # shellcheck disable=SC2086
 run_suite "integration tests on this host" sh "$here/integration/run.sh" $host_files
 

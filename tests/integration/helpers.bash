@@ -359,6 +359,102 @@ cgroup_is_v1() {
 	[ "$(stat -f -c %T /sys/fs/cgroup)" != cgroup2fs ]
 }
 
+# v1_hierarchy CONTROLLER: "ROOT MOUNTPOINT" of the v1 hierarchy that binds
+# CONTROLLER ("memory", "name=systemd"), from mountinfo; nothing if none.
+v1_hierarchy() {
+	awk -v c="$1" '{
+		for (i = 7; $i != "-"; i++) ;
+		if ($(i + 1) != "cgroup") next
+		n = split($(i + 3), opts, ",")
+		for (k = 1; k <= n; k++) if (opts[k] == c) { print $4, $5; exit }
+	}' /proc/self/mountinfo
+}
+
+# host_has_controller CONTROLLER: true when a container can be limited
+# with it here: a v1 hierarchy binds it, or the v2 tree offers it.
+host_has_controller() {
+	if cgroup_is_v1; then
+		[ -n "$(v1_hierarchy "$1")" ]
+	else
+		grep -qw "$1" /sys/fs/cgroup/cgroup.controllers
+	fi
+}
+
+# pid_cgroup_dir PID CONTROLLER: the directory, seen from the host, that
+# holds CONTROLLER's files ("memory", "pids", "freezer") for PID's cgroup:
+# its one cgroup on v2, its cgroup in the hierarchy that binds CONTROLLER
+# on v1.
+pid_cgroup_dir() {
+	local pid=$1 c=$2 path mount
+	if ! cgroup_is_v1; then
+		path=$(sed -n 's/^0:://p' "/proc/$pid/cgroup")
+		echo "/sys/fs/cgroup${path%/}"
+		return
+	fi
+	path=$(awk -F: -v c="$c" '{ n = split($2, names, ",")
+		for (i = 1; i <= n; i++) if (names[i] == c) print $3 }' "/proc/$pid/cgroup")
+	mount=$(v1_hierarchy "$c")
+	if [ -z "$path" ] || [ -z "$mount" ]; then
+		fail "pid $pid: no cgroup v1 hierarchy binds $c"
+		return
+	fi
+	# /proc/PID/cgroup has the path from the hierarchy's root, and a mount
+	# of a cgroup below that root shows the tree from there.
+	path=${path#"${mount%% *}"}
+	path=/${path#/}
+	echo "${mount#* }${path%/}"
+}
+
+# pid_cgroup_file PID CONTROLLER FILE: a file that has one name on both
+# layouts (pids.max, pids.current, pids.events), for PID's cgroup.
+pid_cgroup_file() {
+	cat "$(pid_cgroup_dir "$1" "$2")/$3"
+}
+
+# pid_memory_limit PID: the memory limit of PID's cgroup in bytes, or "max"
+# (v2's memory.max; v1's memory.limit_in_bytes, whose "unlimited" is the
+# largest count of pages, just below 2^63).
+pid_memory_limit() {
+	local v
+	if ! cgroup_is_v1; then
+		pid_cgroup_file "$1" memory memory.max
+		return
+	fi
+	v=$(pid_cgroup_file "$1" memory memory.limit_in_bytes) || return
+	[ "$v" -lt 4611686018427387904 ] || v=max
+	echo "$v"
+}
+
+# pid_pids_limit PID: pids.max of PID's cgroup, a number or "max".
+pid_pids_limit() {
+	pid_cgroup_file "$1" pids pids.max
+}
+
+# pid_cpu_max PID: the cpu quota of PID's cgroup as v2's cpu.max says it,
+# "QUOTA PERIOD" in microseconds, QUOTA "max" for none (v1: -1 in
+# cpu.cfs_quota_us).
+pid_cpu_max() {
+	local d quota
+	d=$(pid_cgroup_dir "$1" cpu)
+	if ! cgroup_is_v1; then
+		cat "$d/cpu.max"
+		return
+	fi
+	quota=$(cat "$d/cpu.cfs_quota_us") || return
+	[ "$quota" != -1 ] || quota=max
+	echo "$quota $(cat "$d/cpu.cfs_period_us")"
+}
+
+# pid_frozen PID: true when PID's cgroup is frozen (v2: "frozen 1" in
+# cgroup.events; v1: FROZEN in freezer.state).
+pid_frozen() {
+	if ! cgroup_is_v1; then
+		grep -qx 'frozen 1' "$(pid_cgroup_dir "$1" freezer)/cgroup.events"
+	else
+		[ "$(pid_cgroup_file "$1" freezer freezer.state)" = FROZEN ]
+	fi
+}
+
 # ------------------------------------------------------ host programs ----
 
 # use_host_usr: the host's /usr, read-only, at the container's /usr (with

@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2154 # bats' own variables
 # podman driving brig: a private podman (its own storage, run and tmp
-# directories, no registry) whose OCI runtime is the brig under test.
-#
-# podman needs a pure cgroup v2 host with the memory, pids and cpu
-# controllers (brig is v2-only, and on a hybrid host podman builds a v1
-# spec), so `make check` runs podman.bats in the test VM (tests/vm/).
+# directories, no registry, the cgroupfs manager) whose OCI runtime is the
+# brig under test, for podman.bats and podman_checkpoint.bats, with their
+# bats hooks. The image is localhost/brigtest-busybox (PODMAN_IMAGE).
+
+PODMAN_IMAGE=localhost/brigtest-busybox:latest
 
 # podman_unusable: why podman cannot run here, or nothing.
 podman_unusable() {
-	local c
 	command -v podman >/dev/null 2>&1 || {
 		echo "podman is not installed (apt-get install podman)"
 		return
@@ -18,16 +17,20 @@ podman_unusable() {
 		echo "conmon is not installed"
 		return
 	}
-	if [ "$(stat -f -c %T /sys/fs/cgroup)" != cgroup2fs ]; then
-		echo "not a pure cgroup v2 host: run this file in the VM (tests/vm/run.sh)"
-		return
-	fi
-	for c in memory pids cpu; do
-		grep -qw "$c" /sys/fs/cgroup/cgroup.controllers || {
-			echo "no $c controller: run this file in the VM (tests/vm/run.sh)"
-			return
-		}
-	done
+}
+
+# podman_ulimits_line: for a runner without CAP_SYS_RESOURCE (as in some
+# CI containers), a containers.conf line with modest open files and
+# process limits. podman's defaults for root (1048576 each) are above the
+# hard limits conmon passes down, the container's setrlimit could not
+# raise them, and every run would fail with EPERM before the test got to
+# what it checks.
+podman_ulimits_line() {
+	local eff
+	eff=$(sed -n 's/^CapEff:[[:space:]]*//p' /proc/self/status)
+	# CAP_SYS_RESOURCE is capability 24.
+	[ $(((0x$eff >> 24) & 1)) -eq 1 ] ||
+		echo 'default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]'
 }
 
 # podman_setup_store DIR: the private podman's directories and its
@@ -44,6 +47,7 @@ podman_setup_store() {
 		[containers]
 		netns = "none"
 		log_driver = "k8s-file"
+		$(podman_ulimits_line)
 
 		[engine]
 		cgroup_manager = "cgroupfs"
@@ -67,6 +71,33 @@ podman_setup_store() {
 	chown 1000:1000 "$rootfs/home/user"
 	tar -C "$rootfs" -cf "$dir/rootfs.tar" .
 	podman_cmd import --change 'CMD ["/bin/sh"]' "$dir/rootfs.tar" "$PODMAN_IMAGE" >/dev/null
+}
+
+# The hooks of both files: the store in $BATS_FILE_TMPDIR, or PODMAN_SKIP
+# saying why podman can't run here (each test then skips); every container
+# removed at the end. The tests use podman's bundles, not helpers.bash's.
+setup_file() {
+	local why
+	why=$(podman_unusable)
+	if [ -n "$why" ]; then
+		export PODMAN_SKIP=$why
+		return 0
+	fi
+	export PODMAN_DIR=$BATS_FILE_TMPDIR/podman
+	podman_setup_store "$PODMAN_DIR"
+}
+
+teardown_file() {
+	[ -z "${PODMAN_SKIP:-}" ] || return 0
+	podman_cmd rm --all --force --time 0 >/dev/null 2>&1 || true
+}
+
+setup() {
+	[ -z "${PODMAN_SKIP:-}" ] || skip "$PODMAN_SKIP"
+}
+
+teardown() {
+	:
 }
 
 # podman_cmd ARGS...: the private podman. brig is its default runtime

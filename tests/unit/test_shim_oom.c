@@ -2,11 +2,13 @@
 /* The shim's OOM watch, on a directory standing in for a v2 cgroup: a new
  * kill in memory.events is told once; a notification without one is
  * looked at again, so a kill counted a little later (as v1 counts it) is
- * told too; a callback may unwatch. */
+ * told too, as is one the last look at an init's death finds (waiting a
+ * little while a notification is outstanding); a callback may unwatch. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core.h"
@@ -102,18 +104,42 @@ int main(void)
     run_for(s.loop, 800);
     CHECK(s.fired == 2, "a change without a new kill: nothing told");
 
+    /* An init dead of an OOM kill whose rechecks are not due yet. */
+    put_quietly(s.loop, "max 3\noom 3\noom_kill 3\n");
+    shim_oom_settle(s.o, &key);
+    CHECK(s.fired == 3, "a kill counted without a notification: told by the last look");
+    shim_oom_settle(s.o, &key);
+    CHECK(s.fired == 3, "and told once");
+    shim_oom_unwatch(s.o, &key);
+    CHECK(shim_oom_watch(s.o, dir, &key, &err) == 0, "watched anew after the rename");
+
+    /* A notification not read yet, and the kill counted 20 ms after the
+     * init's death, as the kernel may count it. */
+    put("max 3\noom 4\noom_kill 3\n");
+    pid_t child = fork();
+    if (child == 0) {
+        usleep(20000);
+        put_quietly(NULL, "max 3\noom 4\noom_kill 4\n");
+        _exit(0);
+    }
+    shim_oom_settle(s.o, &key);
+    waitpid(child, NULL, 0);
+    CHECK(s.fired == 4, "a kill counted just after the death: the last look waits for it");
+    shim_oom_unwatch(s.o, &key);
+    CHECK(shim_oom_watch(s.o, dir, &key, &err) == 0, "watched anew after the rename");
+
     s.unwatch = true;
-    put("max 3\noom 3\noom_kill 3\n");
+    put("max 3\noom 5\noom_kill 5\n");
     run_for(s.loop, 100);
-    put("max 3\noom 4\noom_kill 4\n");
+    put("max 3\noom 6\noom_kill 6\n");
     run_for(s.loop, 100);
-    CHECK(s.fired == 3, "the callback unwatched: nothing more");
+    CHECK(s.fired == 5, "the callback unwatched: nothing more");
 
     CHECK(shim_oom_watch(s.o, dir, &key, &err) == 0, "watched again");
-    put("max 4\noom 4\noom_kill 4\n");
+    put("max 4\noom 7\noom_kill 7\n");
     shim_oom_free(s.o);
     run_for(s.loop, 50);
-    CHECK(s.fired == 3, "freed with a notification pending: nothing told");
+    CHECK(s.fired == 5, "freed with a notification pending: nothing told");
     shim_loop_free(s.loop);
 
     unlinkat(dfd, "memory.events", 0);

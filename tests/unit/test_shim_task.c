@@ -2,7 +2,8 @@
 /* The shim's tasks end to end on this host: busybox containers created,
  * started, exec'd into, killed, waited for and deleted through the task
  * API, with stdio through fifos and exits from the reaper. No cgroup of
- * their own (the cgroup v2 parts run in the VM's shim.bats). Needs root. */
+ * their own (shim.bats tests the cgroup parts under containerd). Needs
+ * root. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
