@@ -205,7 +205,10 @@ int brig_cgroup_oom_kills(const struct brig_cgroup *cg, uint64_t *out, brig_erro
 int brig_cgroup_stats(const struct brig_cgroup *cg, struct brig_cgroup_stats *out,
                       brig_error_t *err)
 {
-    return backend_of(cg)->stats(cg, out, err);
+    const struct brig_cgroup_backend *b = backend_of(cg);
+    if (b->stats == NULL)
+        return brig_error_set(err, ENOSYS, "cgroup: statistics (%s)", b->name);
+    return b->stats(cg, out, err);
 }
 
 char *brig_cgroup_own(void)

@@ -397,10 +397,16 @@ int brig_cgroup_plan_pids(struct brig_cgroup_plan_list *p, const struct brig_res
 }
 
 /* net_cls/net_prio (linux.resources.network) are v1 controllers; v2 has no
- * files for them and runc ignores them as well. */
+ * files for them. runc drops them there; a limit that can't be applied
+ * fails the create instead (on a hybrid host the v1 hierarchies take
+ * them, v1_plan.c). */
 static int plan_all(struct brig_cgroup_plan_list *p, const struct brig_resources *r,
                     brig_error_t *err)
 {
+    if (r->has_net_class_id || r->n_net_priorities > 0)
+        return brig_error_set(err, 0,
+                              "linux.resources.network: cgroup v2 has no net_cls or net_prio "
+                              "controller to apply classID or priorities with");
     if (r->cpu && brig_cgroup_plan_cpuset(p, r->cpu, err) < 0)
         return -1;
     if (r->memory && plan_memory(p, r->memory, err) < 0)

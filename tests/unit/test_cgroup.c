@@ -259,7 +259,8 @@ static void test_plan_misc(void)
                                  .net_class_id = 7,
                                  .net_priorities = np,
                                  .n_net_priorities = 1 };
-    check_plan("network is v1 only: nothing", &rn, "");
+    check_plan_error("network is v1 only: refused on v2", &rn,
+                     "linux.resources.network: cgroup v2 has no net_cls or net_prio");
 }
 
 static void test_plan_unified(void)
