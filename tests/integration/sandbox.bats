@@ -142,9 +142,11 @@ l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(); c = socket.create_con
 	done
 	[ "$(in_s1 'cat /tmp/crasher.log | wc -l')" -ge 3 ]
 	# An orphan (its parent exits at once) is adopted by PID 1 and reaped.
-	in_s1 '(sleep 1 &) ; true'
+	# (python3, so that no service's process can be taken for it: the
+	# crasher and its sleep die twice a second, each a zombie for a moment.)
+	in_s1 '(python3 -c "import time; time.sleep(1)" &) ; true'
 	sleep 3
-	run in_s1 'cat /proc/[0-9]*/stat 2>/dev/null | cut -d" " -f3 | grep -c Z || true'
+	run in_s1 'cat /proc/[0-9]*/stat 2>/dev/null | grep -c "(python3) Z" || true'
 	[ "$output" = 0 ]
 }
 

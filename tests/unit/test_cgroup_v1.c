@@ -923,8 +923,10 @@ static bool transition_sound(const struct brig_cgroup_write *from, size_t n_from
     struct brig_cgroup_write steps[64];
     if (n_from + n_t > N(steps))
         return false;
-    memcpy(steps, from, n_from * sizeof *from);
-    memcpy(steps + n_from, t, n_t * sizeof *t);
+    if (n_from)
+        memcpy(steps, from, n_from * sizeof *from);
+    if (n_t)
+        memcpy(steps + n_from, t, n_t * sizeof *t);
     bool denied_all = false;
     for (size_t k = 0; k <= n_t; k++) {
         denied_all |= k > 0 && strcmp(t[k - 1].value, "a") == 0
