@@ -50,6 +50,9 @@ int brig_cgroup_stats_read_at(int dfd, const char *file, struct brig_cgroup_stat
 /* tree.c: what both cgroupfs backends do to a tree of cgroups. */
 long long brig_cgroup_now_ms(void);
 void brig_cgroup_sleep_ms(long ms);
+/* The first byte of a small file of dir_fd ("1" of cgroup.freeze), -1
+ * when it can't be read. */
+int brig_cgroup_first_byte(int dir_fd, const char *file);
 /* cgroup.procs of dir_fd and of every cgroup below it; caller frees. */
 int brig_cgroup_tree_pids(int dir_fd, pid_t **out, size_t *n, brig_error_t *err);
 /* rmdir of name in parent_fd, retrying on EBUSY until deadline (ms of

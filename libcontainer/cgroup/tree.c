@@ -22,6 +22,17 @@ long long brig_cgroup_now_ms(void)
     return (long long) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int brig_cgroup_first_byte(int dir_fd, const char *file)
+{
+    cleanup_free char *text = NULL;
+    brig_error_t ignored = NULL;
+    if (brig_read_file_at(dir_fd, file, &text, NULL, &ignored) < 0) {
+        brig_error_release(&ignored);
+        return -1;
+    }
+    return (unsigned char) text[0];
+}
+
 void brig_cgroup_sleep_ms(long ms)
 {
     struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };

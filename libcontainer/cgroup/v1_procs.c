@@ -141,13 +141,8 @@ bool brig_cgroup_v1_is_frozen(const struct brig_cgroup *cg)
         return false;
     /* Frozen by itself, not by a frozen ancestor (then resume could not
      * thaw it): freezer.self_freezing, where the kernel has it. */
-    cleanup_free char *self = NULL;
-    brig_error_t ignored = NULL;
-    if (brig_read_file_at(d->fd, "freezer.self_freezing", &self, NULL, &ignored) < 0) {
-        brig_error_release(&ignored);
-        return true;
-    }
-    return self[0] == '1';
+    int self = brig_cgroup_first_byte(d->fd, "freezer.self_freezing");
+    return self < 0 || self == '1';
 }
 
 /* ---- listing and signals ---- */

@@ -514,13 +514,7 @@ static int v2_freeze(const struct brig_cgroup *cg, bool frozen, brig_error_t *er
 
 static bool v2_is_frozen(const struct brig_cgroup *cg)
 {
-    cleanup_free char *text = NULL;
-    brig_error_t ignored = NULL;
-    if (brig_read_file_at(cg->dir_fd, "cgroup.freeze", &text, NULL, &ignored) < 0) {
-        brig_error_release(&ignored);
-        return false;
-    }
-    return text[0] == '1';
+    return brig_cgroup_first_byte(cg->dir_fd, "cgroup.freeze") == '1';
 }
 
 static int v2_pids(const struct brig_cgroup *cg, pid_t **out, size_t *n, brig_error_t *err)
