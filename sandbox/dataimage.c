@@ -24,7 +24,7 @@
  * large sparse image costs nothing up front. */
 static int make_ext4(const char *image, uid_t uid, gid_t gid, brig_error_t *err)
 {
-    char owner[64];
+    char owner[128];
     snprintf(owner, sizeof owner, "root_owner=%u:%u,lazy_itable_init=1,lazy_journal_init=1",
              (unsigned) uid, (unsigned) gid);
     pid_t pid = fork();

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/sha256.h"
+
 const char *brig_sandbox_home(void)
 {
     const char *env = getenv(BRIG_SANDBOX_HOME_ENV);
@@ -16,8 +18,20 @@ int brig_sandbox_id_validate(const char *id, brig_error_t *err)
 {
     /* The id becomes a path component under the home, and rm removes that
      * tree: anything but a single name could reach outside it. */
-    if (*id == '\0' || strchr(id, '/') || strcmp(id, ".") == 0 || strcmp(id, "..") == 0)
+    if (*id == '\0' || *id == '.' || strchr(id, '/'))
         return brig_error_set(err, 0, "invalid id `%s`", id);
+    return 0;
+}
+
+int brig_sandbox_private_dir(const char *state_dir, char **out, brig_error_t *err)
+{
+    char hash[65];
+    brig_sha256_hex(state_dir, strlen(state_dir), hash);
+    hash[32] = '\0';
+    if (asprintf(out, "%s/%s/%s", brig_sandbox_home(), BRIG_SANDBOX_PRIVATE, hash) < 0) {
+        *out = NULL;
+        return brig_error_set(err, ENOMEM, "sandbox");
+    }
     return 0;
 }
 

@@ -19,10 +19,18 @@
 #define BRIG_SANDBOX_BUNDLE "bundle"
 #define BRIG_SANDBOX_CHECKPOINT "checkpoint"
 
+/* Where a container run with the sandbox profile (not a `brig sandbox`)
+ * keeps its data when it has a user namespace: HOME/.containers/HASH, a
+ * dir of its own that the sandbox's root can reach (the state root is
+ * closed to it), named by a hash of its state dir and removed with it. */
+#define BRIG_SANDBOX_PRIVATE ".containers"
+int brig_sandbox_private_dir(const char *state_dir, char **out, brig_error_t *err);
+
 /* $BRIG_SANDBOX_DIR when set and not empty, else the default. */
 const char *brig_sandbox_home(void);
 
-/* An id must be one name in the home: not empty, no `/`, not `.` or `..`.
+/* An id must be one name in the home: not empty, no `/`, not starting
+ * with `.` (the home's own entries do).
  * Pure; the error is "invalid id `ID`". */
 int brig_sandbox_id_validate(const char *id, brig_error_t *err);
 

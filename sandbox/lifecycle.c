@@ -13,7 +13,10 @@
 #include "base/utils.h"
 #include "container/state.h"
 #include "sandbox/dataimage.h"
+#include "sandbox/idrange.h"
+#include "sandbox/layout.h"
 #include "sandbox/sandbox.h"
+#include "sandbox/userns.h"
 #include "selfexe/selfexe.h"
 #include "spec/spec.h"
 
@@ -113,6 +116,17 @@ static int state_dir_path(const char *root, const char *id, char **out, brig_err
     return 0;
 }
 
+/* Whether `dir` is the state dir create will make (the default data dir). */
+static bool is_state_dir(const struct brig_create_options *o, const char *dir)
+{
+    cleanup_free char *state_dir = NULL;
+    brig_error_t ignored = NULL;
+    bool same = state_dir_path(o->root, o->id, &state_dir, &ignored) == 0
+                && strcmp(state_dir, dir) == 0;
+    brig_error_release(&ignored);
+    return same;
+}
+
 /* Everything the settings lack, filled in; the rootfs checked. */
 static int resolve_settings(const struct brig_create_options *o, struct brig_profile_settings *s,
                             brig_error_t *err)
@@ -123,6 +137,14 @@ static int resolve_settings(const struct brig_create_options *o, struct brig_pro
         return -1;
     if (s->data_dir == NULL && state_dir_path(o->root, o->id, &s->data_dir, err) < 0)
         return -1;
+    /* In a user namespace the sandbox's root must reach its data and its
+     * tree, which the state root (0700) hides: they get a dir of their own. */
+    if (s->data_private == 0 && is_state_dir(o, s->data_dir) && brig_sandbox_userns_wanted(s)) {
+        cleanup_free char *state_dir = brig_steal_ptr(s->data_dir);
+        if (brig_sandbox_private_dir(state_dir, &s->data_dir, err) < 0)
+            return -1;
+        s->data_private = 1;
+    }
     struct stat st;
     if (stat(s->rootfs, &st) < 0 || !S_ISDIR(st.st_mode))
         return brig_error_set(err, stat(s->rootfs, &st) < 0 ? errno : ENOTDIR,
@@ -217,9 +239,25 @@ static int write_settings(int dir_fd, const char *name, const struct brig_profil
     return brig_write_file_atomic_at(dir_fd, name, text, strlen(text), 0600, err);
 }
 
+/* A new sandbox's range picked (or a restored one's claimed again), the
+ * settings kept with it, and the spec completed with its user namespace. */
+static int setup_userns(int dir_fd, struct brig_profile_settings *s, struct brig_spec *spec,
+                        brig_error_t *err)
+{
+    if (!brig_sandbox_userns_wanted(s))
+        return 0;
+    if (brig_sandbox_userns_acquire(s, err) < 0 || write_settings(dir_fd, PROFILE_FILE, s, err) < 0)
+        return -1;
+    if (brig_sandbox_tree_mount(s, err) < 0)
+        return -1;
+    return brig_profile_apply_userns(spec, s, err);
+}
+
 /* The settings are kept before anything is mounted, so delete knows what
- * to undo; then the data image. At restore the settings are there already. */
-static int sandbox_setup(const void *data, int dir_fd, brig_error_t *err)
+ * to undo; then the user namespace and the data image, owned by the
+ * sandbox user as the host sees it. At restore the settings are there
+ * already. */
+static int sandbox_setup(const void *data, int dir_fd, struct brig_spec *spec, brig_error_t *err)
 {
     struct brig_profile_settings s;
     if (data && write_settings(dir_fd, PROFILE_FILE, data, err) < 0)
@@ -228,7 +266,16 @@ static int sandbox_setup(const void *data, int dir_fd, brig_error_t *err)
     if (r == 0)
         return brig_error_set(err, ENOENT, "no sandbox settings in the state dir");
     if (r > 0)
-        r = brig_data_image_setup(s.data_dir, s.data_size, BRIG_SANDBOX_UID, BRIG_SANDBOX_GID, err);
+        r = setup_userns(dir_fd, &s, spec, err);
+    uid_t uid = BRIG_SANDBOX_UID;
+    gid_t gid = BRIG_SANDBOX_GID;
+    if (r >= 0 && brig_sandbox_userns_wanted(&s))
+        brig_sandbox_user_on_host(&s, &uid, &gid);
+    if (r >= 0)
+        r = brig_data_image_setup(s.data_dir, s.data_size, uid, gid, err);
+    /* Its dirs are searchable by others now: the data's own root is not. */
+    if (r >= 0 && brig_sandbox_userns_wanted(&s))
+        r = brig_sandbox_data_close(s.data_dir, err);
     brig_profile_settings_clear(&s);
     return r < 0 ? -1 : 0;
 }
@@ -258,12 +305,26 @@ static int sandbox_exec_process(int dir_fd, const struct brig_spec *spec, struct
     return r < 0 ? -1 : 0;
 }
 
+static bool is_dir_of(int dir_fd, const char *path);
+
+/* The data and the tree unmounted; the range freed when the data dir is
+ * the state dir (a `brig sandbox` keeps its range with its data until
+ * `rm`). */
 static int sandbox_teardown(int dir_fd, brig_error_t *err)
 {
     struct brig_profile_settings s;
     int r = read_settings(dir_fd, PROFILE_FILE, &s, err);
-    if (r > 0 && s.data_dir)
-        r = brig_data_image_unmount(s.data_dir, err);
+    if (r <= 0 || s.data_dir == NULL) {
+        brig_profile_settings_clear(&s);
+        return r < 0 ? -1 : 0;
+    }
+    r = brig_data_image_unmount(s.data_dir, err);
+    if (r == 0)
+        r = brig_sandbox_tree_unmount(s.data_dir, err);
+    if (r == 0 && (s.data_private || is_dir_of(dir_fd, s.data_dir)))
+        r = brig_idrange_release(s.data_dir, err);
+    if (r == 0 && s.data_private)
+        r = brig_sandbox_private_remove(s.data_dir, err);
     brig_profile_settings_clear(&s);
     return r < 0 ? -1 : 0;
 }
@@ -284,7 +345,7 @@ static int sandbox_checkpoint(int dir_fd, int image_fd, brig_error_t *err)
     struct brig_profile_settings s;
     int r = read_settings(dir_fd, PROFILE_FILE, &s, err);
     /* The same dir however its path was spelled. */
-    if (r > 0 && is_dir_of(dir_fd, s.data_dir))
+    if (r > 0 && (s.data_private || is_dir_of(dir_fd, s.data_dir)))
         r = brig_error_set(err, 0,
                            "its /mnt/data lives in its state dir and would not outlive it "
                            "(checkpoint a `brig sandbox`, whose data has a dir of its own)");

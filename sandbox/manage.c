@@ -15,8 +15,10 @@
 #include "container/checkpoint.h"
 #include "container/container.h"
 #include "sandbox/dataimage.h"
+#include "sandbox/idrange.h"
 #include "sandbox/layout.h"
 #include "sandbox/sandbox.h"
+#include "sandbox/userns.h"
 #include "spec/spec.h"
 
 #define CREATE "sandbox create"
@@ -55,8 +57,13 @@ static int make_dirs(const char *dir, bool *fresh, brig_error_t *err)
 static int write_bundle(const char *bundle, brig_error_t *err)
 {
     cleanup_free char *json = NULL;
-    if (mkdir(bundle, 0700) < 0 && errno != EEXIST)
+    /* Searchable by others: the init chdirs into it as the sandbox's root,
+     * a stranger to the host's files in a user namespace. config.json
+     * stays the owner's. */
+    if (mkdir(bundle, 0711) < 0 && errno != EEXIST)
         return brig_error_set(err, errno, CREATE ": mkdir `%s`", bundle);
+    if (chmod(bundle, 0711) < 0)
+        return brig_error_set(err, errno, CREATE ": chmod `%s`", bundle);
     if (brig_spec_default_json(false, &json, err) < 0)
         return -1;
     /* Same length, so an in-place edit of the generated text. */
@@ -100,6 +107,28 @@ static int start(const struct brig_sandbox_create_options *o, char *dir, const c
     return r < 0 ? -1 : 0;
 }
 
+/* A stopped sandbox's data belongs to the ids it was made with: a range
+ * of its own (recorded in its dir) or the host's. Its next create must
+ * ask for the same. */
+static int check_reuse(const char *dir, const struct brig_profile_settings *s, brig_error_t *err)
+{
+    struct brig_idrange r;
+    int ranged = brig_idrange_read(dir, &r, err);
+    if (ranged < 0)
+        return -1;
+    cleanup_free char *image = NULL;
+    if (asprintf(&image, "%s/%s", dir, BRIG_DATA_IMAGE) < 0)
+        return brig_error_set(err, ENOMEM, CREATE);
+    bool auto_ = brig_sandbox_userns_wanted(s);
+    if (access(image, F_OK) == 0 && (ranged > 0) != auto_)
+        return brig_error_set(err, 0,
+                              CREATE ": the data in `%s` was made with --userns %s: create it "
+                              "with --userns %s, or rm it first",
+                              dir, ranged ? BRIG_USERNS_AUTO : BRIG_USERNS_HOST,
+                              ranged ? BRIG_USERNS_AUTO : BRIG_USERNS_HOST);
+    return 0;
+}
+
 int brig_sandbox_create(const struct brig_sandbox_create_options *o, brig_error_t *warning,
                         brig_error_t *err)
 {
@@ -116,7 +145,9 @@ int brig_sandbox_create(const struct brig_sandbox_create_options *o, brig_error_
     }
     if (make_dirs(dir, &fresh, err) < 0)
         return -1;
-    int r = brig_sandbox_path(o->id, BRIG_SANDBOX_BUNDLE, &bundle, err);
+    int r = fresh ? 0 : check_reuse(dir, o->settings, err);
+    if (r == 0)
+        r = brig_sandbox_path(o->id, BRIG_SANDBOX_BUNDLE, &bundle, err);
     if (r == 0)
         r = write_bundle(bundle, err);
     if (r == 0)
@@ -153,8 +184,9 @@ int brig_sandbox_remove(const char *root, const char *id, brig_error_t *err)
         return -1;
     brig_error_release(&warning);
     /* A create that died before the container existed can still have
-     * mounted the data. */
-    if (brig_data_image_unmount(dir, err) < 0)
+     * mounted the data and the tree, and holds its range until now. */
+    if (brig_data_image_unmount(dir, err) < 0 || brig_sandbox_tree_unmount(dir, err) < 0
+        || brig_idrange_release(dir, err) < 0)
         return -1;
     const char *home = brig_sandbox_home();
     cleanup_close int home_fd = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

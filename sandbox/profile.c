@@ -18,13 +18,14 @@ int brig_profile_settings_default(struct brig_profile_settings *s, brig_error_t 
 {
     *s = (struct brig_profile_settings){
         .rootfs = strdup(BRIG_SANDBOX_ROOTFS),
+        .userns = strdup(BRIG_USERNS_AUTO),
         .malloc_conf = strdup(BRIG_SANDBOX_MALLOC_CONF),
         .data_size = BRIG_SANDBOX_DATA_SIZE,
         .memory = BRIG_SANDBOX_MEMORY,
         .pids = BRIG_SANDBOX_PIDS,
         .cpus_milli = BRIG_SANDBOX_CPUS_MILLI,
     };
-    if (s->rootfs == NULL || s->malloc_conf == NULL) {
+    if (s->rootfs == NULL || s->malloc_conf == NULL || s->userns == NULL) {
         brig_profile_settings_clear(s);
         return brig_error_set(err, ENOMEM, "sandbox profile");
     }
@@ -40,6 +41,7 @@ void brig_profile_settings_clear(struct brig_profile_settings *s)
     free(s->netns);
     free(s->malloc_conf);
     free(s->seccomp_path);
+    free(s->userns);
     *s = (struct brig_profile_settings){ 0 };
 }
 
@@ -54,9 +56,10 @@ struct setting {
 #define NUM(f) { #f, false, offsetof(struct brig_profile_settings, f) }
 /* clang-format on */
 static const struct setting settings[] = {
-    STR(rootfs), STR(data_dir),    STR(init_path),    STR(init_config),
-    STR(netns),  STR(malloc_conf), STR(seccomp_path), NUM(data_size),
-    NUM(memory), NUM(pids),        NUM(cpus_milli),
+    STR(rootfs),   STR(data_dir),    STR(init_path),    STR(init_config),
+    STR(netns),    STR(malloc_conf), STR(seccomp_path), NUM(data_size),
+    NUM(memory),   NUM(pids),        NUM(cpus_milli),   STR(userns),
+    NUM(userns_uid), NUM(userns_gid), NUM(data_private),
 };
 
 int brig_profile_settings_format(const struct brig_profile_settings *s, char **out,
@@ -439,13 +442,56 @@ static int apply_namespaces(struct brig_linux *l, const struct brig_profile_sett
     l->n_namespaces = n;
     for (size_t i = 0; i < n; i++)
         ns[i].type = wanted[i];
-    /* The ids are the host's: no user namespace to map them through. */
+    /* Only the profile's own user namespace (brig_profile_apply_userns),
+     * never the bundle's maps. */
     free(l->uid_mappings);
     free(l->gid_mappings);
     l->uid_mappings = l->gid_mappings = NULL;
     l->n_uid_mappings = l->n_gid_mappings = 0;
     if (s->netns && (ns[1].path = strdup(s->netns)) == NULL)
         return -1;
+    return 0;
+}
+
+static int set_mapping(struct brig_id_mapping **maps, size_t *n, uint32_t host)
+{
+    struct brig_id_mapping *one = calloc(1, sizeof *one);
+    if (one == NULL)
+        return -1;
+    *one = (struct brig_id_mapping){ 0, host, BRIG_SANDBOX_IDS };
+    free(*maps);
+    *maps = one;
+    *n = 1;
+    return 0;
+}
+
+int brig_profile_apply_userns(struct brig_spec *spec, const struct brig_profile_settings *s,
+                              brig_error_t *err)
+{
+    if (s->userns_uid <= 0)
+        return 0;
+    struct brig_linux *l = spec->linux_;
+    if (l == NULL || spec->root == NULL || s->data_dir == NULL)
+        return brig_error_set(err, 0, "sandbox profile: a user namespace needs the sandbox's spec");
+    bool has = false;
+    for (size_t i = 0; i < l->n_namespaces; i++)
+        has = has || l->namespaces[i].type == BRIG_NS_USER;
+    if (!has) {
+        struct brig_namespace *bigger = realloc(l->namespaces, (l->n_namespaces + 1) * sizeof *bigger);
+        if (bigger == NULL)
+            return brig_error_set(err, ENOMEM, "sandbox profile");
+        l->namespaces = bigger;
+        bigger[l->n_namespaces++] = (struct brig_namespace){ .type = BRIG_NS_USER };
+    }
+    /* The root: the shared tree, seen through the range (userns.c binds
+     * it there). */
+    cleanup_free char *tree = NULL;
+    if (set_mapping(&l->uid_mappings, &l->n_uid_mappings, (uint32_t) s->userns_uid) < 0
+        || set_mapping(&l->gid_mappings, &l->n_gid_mappings, (uint32_t) s->userns_gid) < 0
+        || asprintf(&tree, "%s/%s", s->data_dir, BRIG_SANDBOX_TREE) < 0)
+        return brig_error_set(err, ENOMEM, "sandbox profile");
+    free(spec->root->path);
+    spec->root->path = brig_steal_ptr(tree);
     return 0;
 }
 
@@ -504,7 +550,7 @@ int brig_profile_apply(struct brig_spec *spec, const struct brig_profile_setting
         || apply_mounts(spec, s) < 0 || apply_namespaces(spec->linux_, s) < 0
         || apply_resources(spec->linux_, s) < 0 || apply_paths(spec->linux_) < 0)
         return brig_error_set(err, ENOMEM, "sandbox profile");
-    return 0;
+    return brig_profile_apply_userns(spec, s, err);
 }
 
 /* ---- every exec ---- */

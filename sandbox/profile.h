@@ -33,6 +33,13 @@
 #define BRIG_SANDBOX_PIDS 1024
 #define BRIG_SANDBOX_CPU_PERIOD 100000
 #define BRIG_SANDBOX_CPUS_MILLI 2000 /* two CPUs' worth of time */
+/* The sandbox's user namespace: `auto` (a range of its own, userns.h) or
+ * `host` (no user namespace: the host's ids). Ids 0 to BRIG_SANDBOX_IDS-1
+ * inside are mapped. */
+#define BRIG_USERNS_AUTO "auto"
+#define BRIG_USERNS_HOST "host"
+#define BRIG_SANDBOX_IDS 65536u
+#define BRIG_SANDBOX_TREE "tree" /* in the data dir: the tree, id-mapped */
 
 /* Every knob of the profile. Strings are owned (free with
  * brig_profile_settings_clear). */
@@ -49,6 +56,10 @@ struct brig_profile_settings {
     int64_t pids;
     int64_t cpus_milli; /* 1500 = one and a half CPUs */
     int detached_init;  /* 1: init runs without a command (brig sandbox) */
+    char *userns;       /* BRIG_USERNS_AUTO or _HOST; NULL (an older brig's): host */
+    int64_t userns_uid; /* the host uid and gid that 0 inside maps to; 0: none yet */
+    int64_t userns_gid;
+    int64_t data_private; /* 1: data_dir is the container's own, removed with it */
 };
 
 /* The defaults; strings duplicated. -1 on out-of-memory. */
@@ -65,6 +76,14 @@ int brig_profile_settings_parse(const char *text, struct brig_profile_settings *
 /* Whether the spec asks for the sandbox profile by annotation; -1 with *err
  * for an unknown profile name. */
 int brig_profile_requested(const struct brig_spec *spec, brig_error_t *err);
+
+/* The user namespace of settings whose range is known (userns_uid > 0):
+ * a new user namespace mapping 0-65535 to the range, and the root at the
+ * tree's id-mapped bind in the data dir. Idempotent; without a range, a
+ * no-op. brig_profile_apply calls it; the handler too, once it has picked
+ * the range of a new sandbox. */
+int brig_profile_apply_userns(struct brig_spec *spec, const struct brig_profile_settings *s,
+                              brig_error_t *err);
 
 /* Rewrites spec into the sandbox. `seccomp` (the parsed sandbox profile) is
  * taken over by the spec, whatever the outcome. */

@@ -144,7 +144,10 @@ int brig_sandbox_copy_in(const char *src, const char *id, const char *rel, brig_
     cleanup_close int out = brig_sandbox_data_create(tree, name, err);
     if (out < 0)
         return brig_error_wrap(err, CP ": `%s:%s/%s`", id, BRIG_SANDBOX_DATA, name);
-    if (fchown(out, BRIG_SANDBOX_UID, BRIG_SANDBOX_GID) < 0 || copy_fd(in, out) < 0)
+    /* The sandbox user's, as the host sees it: the owner of /mnt/data
+     * itself (uid 1000, or its id in the sandbox's own range). */
+    struct stat top;
+    if (fstat(tree, &top) < 0 || fchown(out, top.st_uid, top.st_gid) < 0 || copy_fd(in, out) < 0)
         return brig_error_set(err, errno, CP ": `%s:%s/%s`", id, BRIG_SANDBOX_DATA, name);
     return 0;
 }

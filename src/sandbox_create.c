@@ -27,6 +27,8 @@ static const char create_usage[] =
     "      --rootfs DIR       the tree (default /var/lib/brig/rootfs)\n"
     "      --services FILE    brig-init config with [program:NAME] services\n"
     "      --malloc-conf CONF jemalloc's MALLOC_CONF for every process\n"
+    "      --userns auto|host a user namespace with a host id range of its own\n"
+    "                         (default), or the host's ids\n"
     "  -h, --help             print this help\n";
 
 enum {
@@ -37,7 +39,8 @@ enum {
     OPT_NETWORK,
     OPT_ROOTFS,
     OPT_SERVICES,
-    OPT_MALLOC_CONF
+    OPT_MALLOC_CONF,
+    OPT_USERNS
 };
 
 static int set_path(char **field, const char *flag, const char *value)
@@ -86,6 +89,12 @@ static int apply_flag(int c, char **argv, struct brig_profile_settings *s)
         free(s->malloc_conf);
         return (s->malloc_conf = strdup(optarg)) ? BRIG_CLI_GO_ON
                                                  : brig_fail_msg("sandbox create: out of memory");
+    case OPT_USERNS:
+        if (strcmp(optarg, BRIG_USERNS_AUTO) != 0 && strcmp(optarg, BRIG_USERNS_HOST) != 0)
+            return brig_fail_msg("sandbox create: invalid --userns `%s` (auto or host)", optarg);
+        free(s->userns);
+        return (s->userns = strdup(optarg)) ? BRIG_CLI_GO_ON
+                                            : brig_fail_msg("sandbox create: out of memory");
     default:
         return brig_bad_option(argv);
     }
@@ -102,6 +111,7 @@ static int parse_create(int argc, char **argv, struct brig_profile_settings *s)
         { "rootfs", required_argument, NULL, OPT_ROOTFS },
         { "services", required_argument, NULL, OPT_SERVICES },
         { "malloc-conf", required_argument, NULL, OPT_MALLOC_CONF },
+        { "userns", required_argument, NULL, OPT_USERNS },
         { "help", no_argument, NULL, 'h' },
         { 0 },
     };

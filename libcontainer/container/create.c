@@ -200,7 +200,7 @@ static int create(const struct brig_create_options *o, pid_t *init_pid, bool *cr
     struct provision p;
     int r = provision_begin(&p, o->root, o->id, err);
     if (r == 0)
-        r = provision_handler(&p, o->handler, o->handler_data, err);
+        r = provision_handler(&p, o->handler, o->handler_data, o->config->spec, err);
     if (r == 0)
         r = create_in_dir(o, &p, init_pid, err);
     if (r < 0 && p.dir_fd >= 0)

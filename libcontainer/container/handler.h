@@ -29,8 +29,11 @@ struct brig_handler {
      * and the init: make what the container needs outside its spec and
      * keep in dir_fd what the other hooks need. `data` is what the caller
      * gave create (brig_create_options.handler_data); NULL at restore,
-     * where `restore` has run first. */
-    int (*setup)(const void *data, int dir_fd, brig_error_t *err);
+     * where `restore` has run first. `spec` is the one create or restore
+     * goes on with: setup may complete it with what only exists now (a
+     * resource it has just allocated), provided load_spec gives the same
+     * spec back later. */
+    int (*setup)(const void *data, int dir_fd, struct brig_spec *spec, brig_error_t *err);
     /* The spec read back from the state dir (the defaults of exec, the
      * post* hooks): the layer's transform again, as at create. */
     int (*load_spec)(int dir_fd, struct brig_spec *spec, brig_error_t *err);

@@ -161,7 +161,7 @@ int provision_begin(struct provision *p, const char *root, const char *id, brig_
 }
 
 int provision_handler(struct provision *p, const struct brig_handler *h, const void *data,
-                      brig_error_t *err)
+                      struct brig_spec *spec, brig_error_t *err)
 {
     if (h == NULL)
         return 0;
@@ -169,7 +169,7 @@ int provision_handler(struct provision *p, const struct brig_handler *h, const v
     if (brig_handler_record(p->dir_fd, BRIG_HANDLER_FILE, h, err) < 0)
         return -1;
     p->handler = h;
-    if (h->setup && h->setup(data, p->dir_fd, err) < 0)
+    if (h->setup && h->setup(data, p->dir_fd, spec, err) < 0)
         return brig_error_wrap(err, "%s", h->name);
     return 0;
 }

@@ -22,9 +22,10 @@ struct provision {
 
 /* The state root and a new, locked state dir for o->id. */
 int provision_begin(struct provision *p, const char *root, const char *id, brig_error_t *err);
-/* The handler's name recorded, then its setup hook run. */
+/* The handler's name recorded, then its setup hook run (which may
+ * complete `spec`). */
 int provision_handler(struct provision *p, const struct brig_handler *h, const void *data,
-                      brig_error_t *err);
+                      struct brig_spec *spec, brig_error_t *err);
 /* The state a new container starts with: paths resolved, no pid yet. */
 int provision_state(struct provision *p, const struct brig_create_options *o,
                     const struct brig_spec *spec, brig_error_t *err);

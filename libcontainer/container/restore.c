@@ -217,7 +217,7 @@ static int restore_handler(struct restore_run *rr, struct provision *p, brig_err
         return 0;
     if (h->restore && h->restore(rr->criu.image_fd, p->dir_fd, rr->bundle.spec, err) < 0)
         return brig_error_wrap(err, "%s", h->name);
-    return provision_handler(p, h, NULL, err);
+    return provision_handler(p, h, NULL, rr->bundle.spec, err);
 }
 
 static int restore(const struct brig_restore_options *o, pid_t *init_pid, brig_error_t *err)

@@ -1,0 +1,141 @@
+#define _GNU_SOURCE
+#include "sandbox/userns.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/utils.h"
+#include "rootfs/idmap.h"
+#include "sandbox/dataimage.h"
+#include "sandbox/idrange.h"
+
+bool brig_sandbox_userns_wanted(const struct brig_profile_settings *s)
+{
+    return s->userns && strcmp(s->userns, BRIG_USERNS_AUTO) == 0;
+}
+
+/* The data dir and its missing parents made, each searchable by others:
+ * the sandbox's root is an unmapped stranger to the host's dirs, and must
+ * still reach its tree and its data through them. Nothing in it is
+ * readable by others but the tree. */
+static int make_reachable(const char *dir, brig_error_t *err)
+{
+    cleanup_free char *path = strdup(dir);
+    if (path == NULL)
+        return brig_error_set(err, ENOMEM, "user namespace");
+    for (char *p = strchr(path + 1, '/');; p = strchr(p + 1, '/')) {
+        if (p)
+            *p = '\0';
+        if (mkdir(path, 0711) < 0 && errno != EEXIST)
+            return brig_error_set(err, errno, "mkdir `%s`", path);
+        if (p == NULL)
+            break;
+        *p = '/';
+    }
+    if (chmod(dir, 0711) < 0)
+        return brig_error_set(err, errno, "chmod `%s`", dir);
+    return 0;
+}
+
+int brig_sandbox_private_remove(const char *dir, brig_error_t *err)
+{
+    cleanup_free char *parent = strdup(dir);
+    char *slash = parent ? strrchr(parent, '/') : NULL;
+    if (slash == NULL)
+        return brig_error_set(err, ENOMEM, "remove `%s`", dir);
+    *slash = '\0';
+    cleanup_close int fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : brig_error_set(err, errno, "open `%s`", parent);
+    if (faccessat(fd, slash + 1, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+        return 0;
+    return brig_remove_tree_at(fd, slash + 1, err);
+}
+
+int brig_sandbox_data_close(const char *data_dir, brig_error_t *err)
+{
+    cleanup_free char *mnt = NULL;
+    if (asprintf(&mnt, "%s/%s", data_dir, BRIG_DATA_MOUNT) < 0) {
+        mnt = NULL;
+        return brig_error_set(err, ENOMEM, "sandbox data");
+    }
+    if (chmod(mnt, 0700) < 0)
+        return brig_error_set(err, errno, "chmod `%s`", mnt);
+    return 0;
+}
+
+int brig_sandbox_userns_acquire(struct brig_profile_settings *s, brig_error_t *err)
+{
+    struct brig_idrange r = { (uint32_t) s->userns_uid, (uint32_t) s->userns_gid };
+    if (make_reachable(s->data_dir, err) < 0)
+        return -1;
+    int rc = s->userns_uid > 0 ? brig_idrange_claim(s->data_dir, &r, err)
+                               : brig_idrange_acquire(s->data_dir, &r, err);
+    if (rc < 0)
+        return brig_error_wrap(err, "user namespace");
+    s->userns_uid = r.uid;
+    s->userns_gid = r.gid;
+    return 0;
+}
+
+void brig_sandbox_user_on_host(const struct brig_profile_settings *s, uid_t *uid, gid_t *gid)
+{
+    *uid = (uid_t) (s->userns_uid + BRIG_SANDBOX_UID);
+    *gid = (gid_t) (s->userns_gid + BRIG_SANDBOX_GID);
+}
+
+static int tree_path(const char *data_dir, char **out, brig_error_t *err)
+{
+    if (asprintf(out, "%s/%s", data_dir, BRIG_SANDBOX_TREE) < 0) {
+        *out = NULL;
+        return brig_error_set(err, ENOMEM, "sandbox tree");
+    }
+    return 0;
+}
+
+int brig_sandbox_tree_unmount(const char *data_dir, brig_error_t *err)
+{
+    cleanup_free char *tree = NULL;
+    if (tree_path(data_dir, &tree, err) < 0)
+        return -1;
+    /* Detached: a sandbox's mount namespace may still hold a copy, and
+     * the host's view goes now either way. */
+    while (umount2(tree, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
+        ;
+    if (errno != EINVAL && errno != ENOENT)
+        return brig_error_set(err, errno, "unmount `%s`", tree);
+    if (rmdir(tree) < 0 && errno != ENOENT)
+        return brig_error_set(err, errno, "rmdir `%s`", tree);
+    return 0;
+}
+
+int brig_sandbox_tree_mount(const struct brig_profile_settings *s, brig_error_t *err)
+{
+    cleanup_free char *tree = NULL;
+    if (brig_sandbox_tree_unmount(s->data_dir, err) < 0 || tree_path(s->data_dir, &tree, err) < 0)
+        return -1;
+    if (mkdir(tree, 0755) < 0 && errno != EEXIST)
+        return brig_error_set(err, errno, "mkdir `%s`", tree);
+    struct brig_id_mapping uids = { 0, (uint32_t) s->userns_uid, BRIG_SANDBOX_IDS };
+    struct brig_id_mapping gids = { 0, (uint32_t) s->userns_gid, BRIG_SANDBOX_IDS };
+    cleanup_close int userns = brig_userns_for_maps(&uids, 1, &gids, 1, err);
+    if (userns < 0)
+        return brig_error_wrap(err, "user namespace");
+    if (brig_idmap_bind(s->rootfs, tree, userns, true, err) < 0) {
+        rmdir(tree);
+        int e = (*err)->errnum;
+        if (e != EINVAL && e != ENOSYS && e != EPERM)
+            return brig_error_wrap(err, "user namespace");
+        cleanup_free char *why = strdup((*err)->msg);
+        return brig_error_set(err, 0, "user namespace: %s; create with --userns host",
+                              why ? why : "id-mapped mounts unsupported");
+    }
+    return 0;
+}

@@ -1,0 +1,42 @@
+/* A sandbox's user namespace (`--userns auto`, the default): its ids
+ * 0-65535 map to a host range of its own (idrange.h), and the shared tree
+ * is seen through an id-mapped bind at DATA_DIR/tree, so its root-owned
+ * files are root-owned inside without a copy or a chown. The range and
+ * the bind belong to the sandbox's data dir, as its /mnt/data image does:
+ * the image's files are owned by the range's ids on the host. */
+#ifndef BRIG_SANDBOX_USERNS_H
+#define BRIG_SANDBOX_USERNS_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "base/error.h"
+#include "sandbox/profile.h"
+
+/* Whether the settings ask for a user namespace (`auto`); `host` and an
+ * unset value (settings of a brig before user namespaces) do not. */
+bool brig_sandbox_userns_wanted(const struct brig_profile_settings *s);
+
+/* The range of the settings' data dir into s->userns_uid/gid: the one the
+ * settings or the dir record (claimed again), else a new one. */
+int brig_sandbox_userns_acquire(struct brig_profile_settings *s, brig_error_t *err);
+
+/* Removes the private data dir of a container (layout.h), once its data
+ * and tree are unmounted. A missing dir is not an error. */
+int brig_sandbox_private_remove(const char *dir, brig_error_t *err);
+
+/* The mounted data's root made 0700 (its owner is the sandbox user). */
+int brig_sandbox_data_close(const char *data_dir, brig_error_t *err);
+
+/* The host uid and gid the sandbox user (1000 inside) is. */
+void brig_sandbox_user_on_host(const struct brig_profile_settings *s, uid_t *uid, gid_t *gid);
+
+/* The shared tree bound at DATA_DIR/tree through the settings' range
+ * (a bind left there before is replaced). The error, where the kernel or
+ * the tree's file system can't map ids, names `--userns host`. */
+int brig_sandbox_tree_mount(const struct brig_profile_settings *s, brig_error_t *err);
+
+/* DATA_DIR/tree unmounted if mounted; a missing dir is not an error. */
+int brig_sandbox_tree_unmount(const char *data_dir, brig_error_t *err);
+
+#endif
