@@ -56,7 +56,7 @@ static int find_brig(const char *text, const char *file, uint32_t *start, uint32
         if (r <= 0 || strcmp(name, BRIG_IDRANGE_USER) != 0)
             continue;
         if (n < BRIG_IDRANGE_SIZE || s < BRIG_IDRANGE_SIZE || s + n > UINT64_C(0x100000000))
-            return brig_error_set(err, EINVAL,
+            return brig_error_set(err, 0,
                                   "%s: line %u: the `%s` range %" PRIu64 ":%" PRIu64
                                   " must hold at least %u ids, start at %u or above and end "
                                   "below 2^32",
@@ -80,7 +80,7 @@ int brig_idpool_parse(const char *subuid, const char *subgid, struct brig_idpool
     if (g < 0)
         return -1;
     if (u != g)
-        return brig_error_set(err, EINVAL, "%s has a `%s` line and %s has none: give both",
+        return brig_error_set(err, 0, "%s has a `%s` line and %s has none: give both",
                               u ? "/etc/subuid" : "/etc/subgid", BRIG_IDRANGE_USER,
                               u ? "/etc/subgid" : "/etc/subuid");
     if (u == 0) {

@@ -347,7 +347,7 @@ static int sandbox_checkpoint(int dir_fd, int image_fd, brig_error_t *err)
     /* The same dir however its path was spelled. */
     if (r > 0 && (s.data_private || is_dir_of(dir_fd, s.data_dir)))
         r = brig_error_set(err, 0,
-                           "its /mnt/data lives in its state dir and would not outlive it "
+                           "its /mnt/data goes with the container and would not outlive it "
                            "(checkpoint a `brig sandbox`, whose data has a dir of its own)");
     if (r > 0)
         r = write_settings(image_fd, BRIG_PROFILE_IMAGE_FILE, &s, err);

@@ -41,6 +41,17 @@ static int make_reachable(const char *dir, brig_error_t *err)
     }
     if (chmod(dir, 0711) < 0)
         return brig_error_set(err, errno, "chmod `%s`", dir);
+    /* The dirs above: the host's to open, ours only to check. */
+    for (char *p = strrchr(path, '/'); p && p != path; p = strrchr(path, '/')) {
+        *p = '\0';
+        struct stat st;
+        if (stat(path, &st) == 0 && !(st.st_mode & S_IXOTH))
+            return brig_error_set(err, 0,
+                                  "`%s` (mode %04o) is not searchable by others, so the "
+                                  "sandbox's root, an unmapped id on the host, can't reach `%s`: "
+                                  "chmod o+x it, or create with --userns host",
+                                  path, (unsigned) (st.st_mode & 07777), dir);
+    }
     return 0;
 }
 

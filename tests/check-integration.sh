@@ -29,7 +29,7 @@ export BRIG RECVTTY SECCOMP_AGENT top_srcdir="$top"
 
 v2_files="cgroups.bats cgroups_limits.bats"
 v1_files="cgroups_v1.bats"
-either_files="podman.bats sandbox.bats shim.bats"
+either_files="podman.bats sandbox.bats sandbox_userns.bats shim.bats"
 vm_files="checkpoint.bats podman_checkpoint.bats seccomp_abi.bats shim_checkpoint.bats"
 
 host_has_v2_controllers() {
@@ -99,10 +99,14 @@ for f in "$here"/integration/*.bats; do
 done
 
 if [ "${BRIG_CHECK_HOST_ONLY:-0}" != 1 ]; then
+	# The VM's root (9p) can't be id-mapped: its sandboxes get the tree
+	# from an ext4 image of it, mounted over the tree's path in there.
+	tree_image=$("$here/vm/tree-image.sh" "${BRIG_SANDBOX_ROOTFS:-/var/lib/brig/rootfs}") || tree_image=
 	# shellcheck disable=SC2086 # the file names have no blanks
 	run_suite "tests in the test VM (cgroup v2 where this host has none; criu; i386 entry)" \
 		"$here/vm/run.sh" -e "BRIG=$BRIG" -e "RECVTTY=$RECVTTY" -e "top_srcdir=$top" \
-		sh "$here/integration/run.sh" $vm_run
+		-e "BRIG_VM_TREE_IMAGE=$tree_image" \
+		"$here/vm/with-tree.sh" sh "$here/integration/run.sh" $vm_run
 fi
 $v1_here || echo "# no v1 hierarchies of memory, pids, cpu and freezer here: $v1_files not run"
 # shellcheck disable=SC2086

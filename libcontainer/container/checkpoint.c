@@ -19,6 +19,7 @@
 #include "container/container.h"
 #include "container/handler.h"
 #include "rootfs/mounts.h"
+#include "rootfs/plan.h"
 #include "container/state.h"
 #include "base/utils.h"
 
@@ -181,6 +182,49 @@ int brig_criu_add_bind_mounts(struct brig_criu *c, const struct brig_spec *spec,
         const char *value = sources_from ? (source ? source : m->source) : m->destination;
         if (criu_local_add_ext_mount(c->opts, m->destination, value) < 0)
             return brig_error_set(err, ENOMEM, "external mount `%s`", m->destination);
+    }
+    return 0;
+}
+
+static int add_ext_mount(struct brig_criu *c, const char *key, const char *value,
+                         brig_error_t *err)
+{
+    if (criu_local_add_ext_mount(c->opts, (char *) key, (char *) value) < 0)
+        return brig_error_set(err, ENOMEM, "external mount `%s`", key);
+    return 0;
+}
+
+/* A masked path that is a file, as the running init sees it. */
+static bool masked_file(pid_t pid, const char *path)
+{
+    char where[PATH_MAX];
+    struct stat st;
+    snprintf(where, sizeof where, "/proc/%d/root%s", pid, path);
+    return stat(where, &st) == 0 && !S_ISDIR(st.st_mode);
+}
+
+int brig_criu_add_userns_mounts(struct brig_criu *c, const struct brig_spec *spec,
+                                const char *rootfs, pid_t pid, brig_error_t *err)
+{
+    const struct brig_namespace *user = brig_spec_namespace(spec, BRIG_NS_USER);
+    if (user == NULL || user->path != NULL)
+        return 0;
+    cleanup_rootfs_plan struct brig_rootfs_plan *plan = NULL;
+    if (brig_rootfs_plan_build(spec, rootfs, false, &plan, err) < 0)
+        return brig_error_wrap(err, "external mounts");
+    for (size_t i = 0; i < plan->n_steps; i++) {
+        const struct brig_rootfs_step *s = &plan->steps[i];
+        if (s->kind == BRIG_STEP_DEVICE && s->node.from_host
+            && add_ext_mount(c, s->path, s->path, err) < 0)
+            return -1;
+    }
+    const struct brig_strv *masked = spec->linux_ ? &spec->linux_->masked_paths : NULL;
+    for (size_t i = 0; masked && i < masked->n; i++) {
+        const char *path = masked->v[i];
+        if (pid > 0 && !masked_file(pid, path))
+            continue;
+        if (add_ext_mount(c, path, pid > 0 ? path : "/dev/null", err) < 0)
+            return -1;
     }
     return 0;
 }
@@ -376,6 +420,8 @@ static int dump(const struct brig_checkpoint_options *o, int dir_fd, const struc
         r = brig_error_set(err, ENOMEM, "criu freeze cgroup");
     if (r == 0)
         r = brig_criu_add_bind_mounts(&c, spec, NULL, err);
+    if (r == 0)
+        r = brig_criu_add_userns_mounts(&c, spec, st->rootfs, st->pid, err);
     if (r == 0)
         r = add_external_netns(&c, spec, err);
     if (r == 0 && o->parent_path) {

@@ -91,6 +91,16 @@ void brig_criu_end(struct brig_criu *c);
 /* Registers every bind mount of the spec as an external mount, keyed by
  * its destination; `sources_from` NULL maps a key to itself (dump), else to
  * the source, relative sources taken from that bundle (restore). */
+/* A container with a user namespace of its own: its device nodes (the
+ * host's, bound: mknod is refused there) and its masked files (binds of
+ * that /dev/null) have their roots on the host's /dev, outside anything
+ * criu dumps, so they are external mounts too, keyed by their path
+ * inside. At dump `pid` is the init's (masked dirs, tmpfs, are criu's own
+ * and left out); at restore it is 0, and they come back from the host's
+ * nodes. */
+int brig_criu_add_userns_mounts(struct brig_criu *c, const struct brig_spec *spec,
+                                const char *rootfs, pid_t pid, brig_error_t *err);
+
 int brig_criu_add_bind_mounts(struct brig_criu *c, const struct brig_spec *spec,
                               const char *sources_from, brig_error_t *err);
 

@@ -138,7 +138,8 @@ static int prepare_criu(struct restore_run *rr, const struct brig_cgroup *cg, br
         return -1;
     if (make_mountpoints(rr->spec, rr->st->rootfs, rr->st->bundle, err) < 0)
         return -1;
-    if (brig_criu_add_bind_mounts(c, rr->spec, rr->st->bundle, err) < 0)
+    if (brig_criu_add_bind_mounts(c, rr->spec, rr->st->bundle, err) < 0
+        || brig_criu_add_userns_mounts(c, rr->spec, rr->st->rootfs, 0, err) < 0)
         return -1;
     const struct brig_namespace *net = brig_spec_namespace(rr->spec, BRIG_NS_NETWORK);
     if (net && net->path) {

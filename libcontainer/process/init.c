@@ -74,8 +74,12 @@ static int setup_rootfs(const struct brig_init_config *cfg, int sync_fd, char **
         if (*proc_fds < 0 || chroot(plan->rootfs) < 0 || chdir("/") < 0)
             return brig_error_set(err, errno, "chroot to `%s`", plan->rootfs);
     }
-    /* Relative bind sources are relative to the bundle. */
-    if (own_root && chdir(cfg->bundle) < 0)
+    /* Relative bind sources are relative to the bundle. In a user
+     * namespace the bundle may be closed to the init (containerd 1.6 makes
+     * a task's 0700): without such a source it needs no bundle, and "/"
+     * rather than the runtime's directory is where nothing resolves. */
+    if (own_root && chdir(cfg->bundle) < 0
+        && (errno != EACCES || brig_rootfs_plan_needs_bundle(plan) || chdir("/") < 0))
         return brig_error_set(err, errno, "chdir to bundle `%s`", cfg->bundle);
     if (own_root && brig_rootfs_prepare(plan, err) < 0)
         return -1;

@@ -431,6 +431,17 @@ int brig_rootfs_plan_build(const struct brig_spec *spec, const char *rootfs, boo
     return 0;
 }
 
+bool brig_rootfs_plan_needs_bundle(const struct brig_rootfs_plan *plan)
+{
+    for (size_t i = 0; i < plan->n_steps; i++) {
+        const struct brig_rootfs_step *s = &plan->steps[i];
+        if (s->kind == BRIG_STEP_MOUNT && s->mount_kind == BRIG_MOUNT_BIND && s->source
+            && s->source[0] != '/')
+            return true;
+    }
+    return false;
+}
+
 void brig_rootfs_plan_free(struct brig_rootfs_plan *plan)
 {
     if (plan == NULL)

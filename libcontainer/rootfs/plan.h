@@ -123,6 +123,10 @@ int brig_rootfs_plan_build(const struct brig_spec *spec, const char *rootfs, boo
                            struct brig_rootfs_plan **out, brig_error_t *err);
 void brig_rootfs_plan_free(struct brig_rootfs_plan *plan);
 
+/* Whether a step reads a path relative to the current directory (a bind
+ * of a relative source): only then must the init be in the bundle. */
+bool brig_rootfs_plan_needs_bundle(const struct brig_rootfs_plan *plan);
+
 static inline void brig_rootfs_plan_freep(struct brig_rootfs_plan **plan)
 {
     brig_rootfs_plan_free(*plan);

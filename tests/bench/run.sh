@@ -72,6 +72,10 @@ cleanup() {
 			"${bin[$r]}" --root "$states/root-$r" delete -f "$id" >/dev/null 2>&1 || true
 		done
 	done
+	for id in $(ls "$work/sandboxes" 2>/dev/null); do
+		BRIG_SANDBOX_DIR=$work/sandboxes "$BRIG" --root "$states/root-sandbox" sandbox rm "$id" \
+			>/dev/null 2>&1 || true
+	done
 	umount "$work/ro" 2>/dev/null || true
 	[ -z "$bpffs_mounted" ] || umount /sys/fs/bpf 2>/dev/null || true
 	if [ "$states" = "$work/state" ]; then
@@ -252,6 +256,36 @@ for r in "${runtimes[@]}"; do
 	wait
 done
 
+# 7: a sandbox's create (`brig sandbox create`: the tree, brig-init, the
+# data image, limits, started), with its own user namespace (an id range,
+# a user namespace to carry the map, the id-mapped tree) and without
+# (--userns host), alternating; each removed untimed. Needs the sandbox
+# tree; where the tree can't be id-mapped (the VM's 9p root), said and
+# left out.
+sb_tree=${BRIG_SANDBOX_ROOTFS:-/var/lib/brig/rootfs}
+SB_N=${BENCH_SANDBOX_ITERATIONS:-$((N / 4 > 10 ? N / 4 : 10))}
+sb() { BRIG_SANDBOX_DIR=$work/sandboxes "$BRIG" --root "$states/root-sandbox" sandbox "$@"; }
+sb_create() { # MODE ID
+	measure "sandbox_create.$1" env BRIG_SANDBOX_DIR="$work/sandboxes" "$BRIG" \
+		--root "$states/root-sandbox" sandbox create --userns "$1" --rootfs "$sb_tree" \
+		--data-size 16M --memory 256M --pids 64 "$2"
+	sb rm "$2" >/dev/null 2>>"$log"
+}
+# The sandbox's root must reach its home: the work dir is 0700.
+chmod 0711 "$work"
+if [ ! -d "$sb_tree/usr/bin" ]; then
+	echo "# sandbox create: left out (no sandbox tree at $sb_tree: make rootfs)"
+elif ! sb create --rootfs "$sb_tree" --data-size 16M sb-probe >/dev/null 2>>"$log"; then
+	echo "# sandbox create: left out ($(tail -1 "$log"))"
+else
+	sb rm sb-probe >/dev/null 2>>"$log"
+	for ((i = 0; i < SB_N; i++)); do
+		for m in $(rotated "$i" auto host); do
+			sb_create "$m" "sb-$m-$i"
+		done
+	done
+fi
+
 # ------------------------------------------------------------- report -----
 
 # stats FILE: "median p10 p90 n" of the times in ms, and the median KB.
@@ -284,6 +318,7 @@ json_bench() { # BENCH NAMES...: a JSON object for one benchmark
 	json_bench delete "${runtimes[@]}"
 	json_bench exec "${runtimes[@]}" floor floor-static
 	json_bench concurrent "${runtimes[@]}"
+	json_bench sandbox_create auto host
 } | jq -s --arg machine "$LABEL" --arg kernel "$(uname -r)" --arg date "$(date -u +%Y-%m-%dT%H:%MZ)" \
 	--argjson n "$N" --argjson c "$C" --arg skipped "$skipped" \
 	--arg statefs "$(stat -f -c %T "$states")" --arg bpffs "$(stat -f -c %T /sys/fs/bpf 2>/dev/null || echo none)" '
@@ -297,7 +332,8 @@ json_bench() { # BENCH NAMES...: a JSON object for one benchmark
 	                                 "brig/floor": ratio(.; "floor"),
 	                                 "brig-ro/floor": ratio_of("brig-ro"; .; "floor"),
 	                                 "brig/floor-static": ratio(.; "floor-static"),
-	                                 "brig-ro/floor-static": ratio_of("brig-ro"; .; "floor-static")}}) | add)}' >"$result"
+	                                 "brig-ro/floor-static": ratio_of("brig-ro"; .; "floor-static"),
+	                                 "userns/host": ratio_of("auto"; .; "host")}}) | add)}' >"$result"
 
 jq -r '"# \(.label) (kernel \(.kernel), \(.date)): median [p10-p90] ms, median peak RSS"' "$result"
 jq -r '"# state roots on \(.state_fs); bpffs on /sys/fs/bpf (brig caches its device programs there): \(.bpffs)"' "$result"

@@ -234,6 +234,9 @@ time.sleep(1000)'
 	[ -n "$secret" ]
 	echo kept >"$data/before.txt"
 	old_pid=$(container_pid sb)
+	# Its own user namespace: the range it holds, recorded in its dir.
+	read -r range_uid range_gid <"$BRIG_SANDBOX_DIR/sb/idrange"
+	[ "$(awk '{print $1, $2, $3}' "/proc/$old_pid/uid_map")" = "0 $range_uid 65536" ]
 
 	brig sandbox checkpoint sb
 	refute brig state sb
@@ -249,7 +252,11 @@ time.sleep(1000)'
 	[ "$(cat "$data/before.txt")" = kept ]
 	pid=$(container_pid sb)
 	[ "$(cat "/proc/$pid/comm")" = brig-init ]
-	[ "$(awk '/^Uid:/ {print $2}' "/proc/$pid/status")" = 1000 ]
+	# Restored into the same range: the same maps, the same host ids.
+	[ "$(awk '{print $1, $2, $3}' "/proc/$pid/uid_map")" = "0 $range_uid 65536" ]
+	[ "$(awk '{print $1, $2, $3}' "/proc/$pid/gid_map")" = "0 $range_gid 65536" ]
+	[ "$(awk '/^Uid:/ {print $2}' "/proc/$pid/status")" = $((range_uid + 1000)) ]
+	[ "$(stat -c %u "$data/answer")" = $((range_uid + 1000)) ]
 	[ "$(awk '/^Seccomp:/ {print $2}' "/proc/$pid/status")" = 2 ]
 	cg=$(container_cgroup sb)
 	[ "$(cat "$cg/memory.max")" = 100663296 ]
@@ -297,7 +304,7 @@ time.sleep(1000)'
 	update_config '.mounts |= map(select(.destination != "/mnt/data"))'
 	brig_detached run -d --profile sandbox "$CID"
 	run --separate-stderr brig checkpoint --image-path "$IMG" "$CID"
-	assert_one_line_error "$CID" "/mnt/data lives in its state dir"
+	assert_one_line_error "$CID" "/mnt/data goes with the container"
 	[ "$(container_status "$CID")" = running ]
 	[ ! -e "$IMG/inventory.img" ]
 	brig delete --force "$CID"

@@ -19,6 +19,9 @@ setup_file() {
 	export BRIG_SANDBOX_DIR=$BATS_FILE_TMPDIR/sandboxes
 	export SB_HOST=$BATS_FILE_TMPDIR/host
 	mkdir -p "$SB_HOST"
+	# bats makes its temp dirs 0700; a sandbox's root, in its own user
+	# namespace, must still reach its tree and data in the home below.
+	chmod a+x "$BATS_RUN_TMPDIR" "$BATS_RUN_TMPDIR/file" "$BATS_FILE_TMPDIR"
 	if [ -z "${BRIG_INIT:-}" ]; then
 		export BRIG_INIT
 		BRIG_INIT=$(dirname "$BRIG")/brig-init

@@ -311,9 +311,58 @@ static void test_impose_exec(void)
     brig_profile_settings_clear(&s);
 }
 
+/* A range known: a user namespace of the sandbox's own, mapping 0-65535
+ * onto it, and the root at the tree's id-mapped bind; twice is once. */
+static void test_userns(void)
+{
+    struct brig_spec *spec = load(bundle);
+    if (spec == NULL)
+        return;
+    struct brig_profile_settings s;
+    settings_for_test(&s);
+    CHECK_STR(s.userns, BRIG_USERNS_AUTO, "userns: auto by default");
+    brig_error_t err = NULL;
+    CHECK(brig_profile_apply(spec, &s, seccomp(), &err) == 0, "userns: no range yet applies");
+    size_t users = 0;
+    for (size_t i = 0; i < spec->linux_->n_namespaces; i++)
+        users += spec->linux_->namespaces[i].type == BRIG_NS_USER;
+    CHECK(users == 0 && spec->linux_->n_uid_mappings == 0,
+          "userns: no range, no user namespace yet (the handler adds it)");
+    s.userns_uid = 1879048192;
+    s.userns_gid = 1879113728;
+    CHECK(brig_profile_apply_userns(spec, &s, &err) == 0
+              && brig_profile_apply_userns(spec, &s, &err) == 0,
+          "userns: applied twice");
+    users = 0;
+    for (size_t i = 0; i < spec->linux_->n_namespaces; i++)
+        users += spec->linux_->namespaces[i].type == BRIG_NS_USER;
+    const struct brig_linux *l = spec->linux_;
+    CHECK(users == 1, "userns: one user namespace");
+    CHECK(l->n_uid_mappings == 1 && l->uid_mappings[0].container_id == 0
+              && l->uid_mappings[0].host_id == 1879048192 && l->uid_mappings[0].size == 65536,
+          "userns: uids 0-65535 on the range");
+    CHECK(l->n_gid_mappings == 1 && l->gid_mappings[0].host_id == 1879113728,
+          "userns: gids on the gid range");
+    CHECK_STR(spec->root->path, "/var/lib/brig/sandboxes/s1/tree", "userns: root is the id-mapped tree");
+    CHECK(spec->process->user.uid == 1000, "userns: still uid 1000 inside");
+
+    char *text = NULL;
+    struct brig_profile_settings back = { 0 };
+    CHECK(brig_profile_settings_format(&s, &text, &err) == 0
+              && brig_profile_settings_parse(text, &back, &err) == 0
+              && back.userns_uid == 1879048192 && back.userns_gid == 1879113728
+              && strcmp(back.userns, "auto") == 0,
+          "userns: the range round-trips with the settings");
+    free(text);
+    brig_profile_settings_clear(&back);
+    brig_profile_settings_clear(&s);
+    brig_spec_free(spec);
+}
+
 int main(void)
 {
     test_apply();
+    test_userns();
     test_impose_exec();
     test_overrides();
     test_settings_round_trip();

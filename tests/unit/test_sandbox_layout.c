@@ -43,8 +43,10 @@ static void test_ids(void)
     } cases[] = {
         { "s1", "ok" },
         { "a.b-c_d", "ok" },
-        { "...", "ok" },
-        { "..a", "ok" },
+        { "...", "invalid id `...`" },
+        { "..a", "invalid id `..a`" },
+        { ".containers", "invalid id `.containers`" },
+        { "a.", "ok" },
         { "", "invalid id ``" },
         { ".", "invalid id `.`" },
         { "..", "invalid id `..`" },

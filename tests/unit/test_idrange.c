@@ -1,0 +1,200 @@
+/* sandbox/idpool.c and idrange.c: the pool read from /etc/subuid and
+ * /etc/subgid texts, slots clear of accounts and other users' ranges, and
+ * the records of who holds which range in a records dir of a temporary
+ * dir ($BRIG_IDRANGE_DIR). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/utils.h"
+#include "sandbox/idrange.h"
+#include "unit.h"
+
+/* The message of a failure, or "ok"; the error is released. */
+static const char *outcome(int r, brig_error_t *err)
+{
+    static char buf[512];
+    snprintf(buf, sizeof buf, "%s", r < 0 ? (*err ? (*err)->msg : "(no message)") : "ok");
+    brig_error_release(err);
+    return buf;
+}
+
+static void test_pool(void)
+{
+    struct brig_idpool p;
+    brig_error_t err = NULL;
+    CHECK(brig_idpool_parse(NULL, NULL, &p, &err) == 0 && !p.from_subid
+              && p.uid_start == BRIG_IDRANGE_DEFAULT_START
+              && p.gid_count == BRIG_IDRANGE_DEFAULT_COUNT,
+          "pool: no files, the default");
+    CHECK(brig_idpool_slots(&p) == 4094, "pool: the default holds 4094 ranges");
+    CHECK(p.uid_start + (uint64_t) p.uid_count <= 0x7ffe0000u,
+          "pool: the default ends below systemd's foreign range");
+    CHECK(brig_idpool_parse("root:100000:65536\n", "", &p, &err) == 0 && !p.from_subid,
+          "pool: other users' lines only, the default");
+    const char *sub = "# ranges\nalice:100000:65536\nbrig:1000000:262144\n";
+    const char *subg = "brig:2000000:196608\n";
+    CHECK(brig_idpool_parse(sub, subg, &p, &err) == 0 && p.from_subid && p.uid_start == 1000000
+              && p.gid_start == 2000000,
+          "pool: the brig lines");
+    CHECK(brig_idpool_slots(&p) == 3, "pool: the smaller of the two counts");
+    struct brig_idrange r = brig_idpool_range(&p, 2);
+    CHECK(r.uid == 1000000 + 2 * 65536 && r.gid == 2000000 + 2 * 65536, "pool: slot 2");
+    CHECK(brig_idpool_slot_of(&p, &r) == 2, "pool: a range's slot");
+    r.gid++;
+    CHECK(brig_idpool_slot_of(&p, &r) == -1, "pool: a range not of the pool");
+
+    CHECK_STR(outcome(brig_idpool_parse(sub, "", &p, &err), &err),
+              "/etc/subuid has a `brig` line and /etc/subgid has none: give both",
+              "pool: one file without the line");
+    const char *msg = outcome(brig_idpool_parse("brig:100000:1000\n", subg, &p, &err), &err);
+    CHECK(strstr(msg, "/etc/subuid: line 1") && strstr(msg, "at least 65536"),
+          "pool: too small a range, by file and line");
+    msg = outcome(brig_idpool_parse("brig:0:65536\n", subg, &p, &err), &err);
+    CHECK(strstr(msg, "start at 65536"), "pool: a range at 0 (it would map root)");
+    msg = outcome(brig_idpool_parse("brig:4294901760:131072\n", subg, &p, &err), &err);
+    CHECK(strstr(msg, "below 2^32"), "pool: a range past 2^32");
+    CHECK(brig_idpool_parse("brig:x:65536\nbrig:65536:65536\n", "brig:65536:65536", &p, &err)
+                  == 0
+              && p.uid_start == 65536,
+          "pool: a malformed line is passed over");
+}
+
+static void test_spans(void)
+{
+    struct brig_idpool p;
+    brig_error_t err = NULL;
+    brig_idpool_parse("brig:1000000:262144\n", "brig:1000000:262144\n", &p, &err);
+    struct brig_id_span *uids = NULL, *gids = NULL;
+    size_t nu = 0, ng = 0;
+    CHECK(brig_id_spans_add_subid("brig:1000000:262144\npodman:1065536:10\n", "brig", &uids, &nu)
+                  == 0
+              && nu == 1 && uids[0].start == 1065536,
+          "spans: other users' ranges, not brig's own");
+    CHECK(brig_id_spans_add_accounts("root:x:0:0::/root:/bin/sh\nodd:x:1196608:1::/:/bin/sh\n"
+                                     "broken line\n",
+                                     &uids, &nu)
+                  == 0
+              && nu == 3,
+          "spans: accounts' ids");
+    CHECK(brig_idpool_slot_clear(&p, 0, uids, nu, gids, ng), "spans: slot 0 is clear");
+    CHECK(!brig_idpool_slot_clear(&p, 1, uids, nu, gids, ng), "spans: slot 1 meets podman's range");
+    CHECK(!brig_idpool_slot_clear(&p, 3, uids, nu, gids, ng), "spans: slot 3 holds an account");
+    CHECK(brig_idpool_slot_clear(&p, 2, uids, nu, gids, ng), "spans: slot 2 is clear");
+    CHECK(brig_id_spans_add_accounts("grp:x:1131072:\n", &gids, &ng) == 0
+              && !brig_idpool_slot_clear(&p, 2, uids, nu, gids, ng),
+          "spans: a group's id takes the slot's gids");
+    free(uids);
+    free(gids);
+}
+
+static char owner_a[128], owner_b[128];
+
+static void test_records(void)
+{
+    brig_error_t err = NULL;
+    struct brig_idrange a, b, again;
+    CHECK_STR(outcome(brig_idrange_acquire(owner_a, &a, &err), &err), "ok", "records: acquire a");
+    CHECK_STR(outcome(brig_idrange_acquire(owner_b, &b, &err), &err), "ok", "records: acquire b");
+    CHECK(a.uid != b.uid && a.gid != b.gid, "records: two owners, two ranges");
+    CHECK(a.uid >= 65536 && a.uid % 65536 == b.uid % 65536, "records: ranges are slots");
+    CHECK(brig_idrange_acquire(owner_a, &again, &err) == 0 && again.uid == a.uid,
+          "records: an owner keeps its range");
+    CHECK(brig_idrange_read(owner_a, &again, &err) == 1 && again.gid == a.gid,
+          "records: read the owner's file");
+    const char *msg = outcome(brig_idrange_claim(owner_b, &a, &err), &err);
+    CHECK(strstr(msg, "is held by") && strstr(msg, owner_a), "records: a held range, by its owner");
+
+    char rec[256];
+    snprintf(rec, sizeof rec, "%s/%u", getenv(BRIG_IDRANGE_DIR_ENV), (unsigned) a.uid);
+    CHECK(access(rec, F_OK) == 0, "records: one file per range, named by its uid");
+    CHECK_STR(outcome(brig_idrange_release(owner_a, &err), &err), "ok", "records: release a");
+    CHECK(access(rec, F_OK) < 0 && brig_idrange_read(owner_a, &again, &err) == 0,
+          "records: released, record and owner's file gone");
+    CHECK_STR(outcome(brig_idrange_release(owner_a, &err), &err), "ok",
+              "records: releasing nothing is fine");
+
+    /* An owner gone without releasing (a runtime killed half-way): its
+     * range may be claimed again, and is the first one handed out. */
+    char gone[160];
+    snprintf(gone, sizeof gone, "%s.gone", owner_a);
+    mkdir(gone, 0700);
+    struct brig_idrange g;
+    CHECK(brig_idrange_acquire(gone, &g, &err) == 0 && g.uid == a.uid,
+          "records: the lowest free range again");
+    char file[200];
+    snprintf(file, sizeof file, "%s/%s", gone, BRIG_IDRANGE_FILE);
+    unlink(file);
+    rmdir(gone);
+    CHECK_STR(outcome(brig_idrange_claim(owner_a, &g, &err), &err), "ok",
+              "records: a range whose owner is gone is claimed");
+    brig_idrange_release(owner_a, &err);
+    brig_idrange_release(owner_b, &err);
+    brig_error_release(&err);
+}
+
+/* Eight creates at once, each its own process: eight ranges. */
+static void test_concurrent(const char *tmp)
+{
+    enum { N = 8 };
+    char dirs[N][128];
+    for (int i = 0; i < N; i++) {
+        snprintf(dirs[i], sizeof dirs[i], "%s/c%d", tmp, i);
+        mkdir(dirs[i], 0700);
+    }
+    for (int i = 0; i < N; i++) {
+        if (fork() == 0) {
+            brig_error_t err = NULL;
+            struct brig_idrange r;
+            _exit(brig_idrange_acquire(dirs[i], &r, &err) == 0 ? 0 : 1);
+        }
+    }
+    int failed = 0;
+    for (int i = 0; i < N; i++) {
+        int status;
+        wait(&status);
+        failed += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+    }
+    CHECK(failed == 0, "concurrent: every create got a range");
+    uint32_t seen[N];
+    int distinct = 1;
+    for (int i = 0; i < N; i++) {
+        brig_error_t err = NULL;
+        struct brig_idrange r = { 0, 0 };
+        brig_idrange_read(dirs[i], &r, &err);
+        brig_error_release(&err);
+        seen[i] = r.uid;
+        for (int j = 0; j < i; j++)
+            distinct = distinct && seen[j] != r.uid && r.uid != 0;
+    }
+    CHECK(distinct, "concurrent: no two share a range");
+}
+
+int main(void)
+{
+    test_pool();
+    test_spans();
+    char tmp[] = "/tmp/brig-idrange.XXXXXX";
+    if (mkdtemp(tmp) == NULL)
+        return 1;
+    char records[96];
+    snprintf(records, sizeof records, "%s/records", tmp);
+    setenv(BRIG_IDRANGE_DIR_ENV, records, 1);
+    snprintf(owner_a, sizeof owner_a, "%s/a", tmp);
+    snprintf(owner_b, sizeof owner_b, "%s/b", tmp);
+    mkdir(owner_a, 0700);
+    mkdir(owner_b, 0700);
+    test_records();
+    test_concurrent(tmp);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+    if (system(cmd) != 0)
+        return 1;
+    return unit_done();
+}
