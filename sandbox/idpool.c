@@ -37,36 +37,60 @@ static int parse_subid_line(char *line, char **name, uint64_t *start, uint64_t *
     return 1;
 }
 
-/* The `brig` line of one file: 1 with the range, 0 when it has none. */
-static int find_brig(const char *text, const char *file, uint32_t *start, uint32_t *count,
-                     brig_error_t *err)
+/* fn on each line of a copy of `text` (NULL: no lines), until one
+ * returns non-zero: that value, 0 at the end, -1 on ENOMEM. */
+static int each_line(const char *text, int (*fn)(char *line, unsigned lineno, void *ctx), void *ctx)
 {
     if (text == NULL)
         return 0;
     cleanup_free char *copy = strdup(text);
     if (copy == NULL)
-        return brig_error_set(err, ENOMEM, "%s", file);
+        return -1;
     char *save = NULL;
     unsigned lineno = 0;
     for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-        lineno++;
-        char *name;
-        uint64_t s, n;
-        int r = parse_subid_line(l, &name, &s, &n);
-        if (r <= 0 || strcmp(name, BRIG_IDRANGE_USER) != 0)
-            continue;
-        if (n < BRIG_IDRANGE_SIZE || s < BRIG_IDRANGE_SIZE || s + n > UINT64_C(0x100000000))
-            return brig_error_set(err, 0,
-                                  "%s: line %u: the `%s` range %" PRIu64 ":%" PRIu64
-                                  " must hold at least %u ids, start at %u or above and end "
-                                  "below 2^32",
-                                  file, lineno, BRIG_IDRANGE_USER, s, n, BRIG_IDRANGE_SIZE,
-                                  BRIG_IDRANGE_SIZE);
-        *start = (uint32_t) s;
-        *count = (uint32_t) (n > UINT32_MAX ? UINT32_MAX : n);
-        return 1;
+        int r = fn(l, ++lineno, ctx);
+        if (r != 0)
+            return r;
     }
     return 0;
+}
+
+struct find_ctx {
+    const char *file;
+    uint32_t *start, *count;
+    brig_error_t *err;
+};
+
+static int find_line(char *line, unsigned lineno, void *opaque)
+{
+    struct find_ctx *f = opaque;
+    char *name;
+    uint64_t s, n;
+    if (parse_subid_line(line, &name, &s, &n) <= 0 || strcmp(name, BRIG_IDRANGE_USER) != 0)
+        return 0;
+    if (n < BRIG_IDRANGE_SIZE || s < BRIG_IDRANGE_SIZE || s + n > UINT64_C(0x100000000)) {
+        brig_error_set(f->err, 0,
+                       "%s: line %u: the `%s` range %" PRIu64 ":%" PRIu64
+                       " must hold at least %u ids, start at %u or above and end below 2^32",
+                       f->file, lineno, BRIG_IDRANGE_USER, s, n, BRIG_IDRANGE_SIZE,
+                       BRIG_IDRANGE_SIZE);
+        return -2;
+    }
+    *f->start = (uint32_t) s;
+    *f->count = (uint32_t) (n > UINT32_MAX ? UINT32_MAX : n);
+    return 1;
+}
+
+/* The `brig` line of one file: 1 with the range, 0 when it has none. */
+static int find_brig(const char *text, const char *file, uint32_t *start, uint32_t *count,
+                     brig_error_t *err)
+{
+    struct find_ctx f = { file, start, count, err };
+    int r = each_line(text, find_line, &f);
+    if (r == -1)
+        return brig_error_set(err, ENOMEM, "%s", file);
+    return r < 0 ? -1 : r;
 }
 
 int brig_idpool_parse(const char *subuid, const char *subgid, struct brig_idpool *pool,
@@ -149,46 +173,49 @@ static int span_add(struct brig_id_span **spans, size_t *n, uint64_t start, uint
     return 0;
 }
 
+struct spans_ctx {
+    const char *except;
+    struct brig_id_span **spans;
+    size_t *n;
+};
+
+static int subid_line(char *line, unsigned lineno, void *opaque)
+{
+    struct spans_ctx *c = opaque;
+    char *name;
+    uint64_t s, n;
+    (void) lineno;
+    if (parse_subid_line(line, &name, &s, &n) == 1 && strcmp(name, c->except) != 0)
+        return span_add(c->spans, c->n, s, n);
+    return 0;
+}
+
+/* name:password:ID:... */
+static int account_line(char *line, unsigned lineno, void *opaque)
+{
+    struct spans_ctx *c = opaque;
+    (void) lineno;
+    char *c1 = strchr(line, ':');
+    char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (c2 == NULL)
+        return 0;
+    char *end;
+    errno = 0;
+    unsigned long long id = strtoull(c2 + 1, &end, 10);
+    if (errno || end == c2 + 1 || (*end != ':' && *end != '\0'))
+        return 0;
+    return span_add(c->spans, c->n, id, 1);
+}
+
 int brig_id_spans_add_subid(const char *text, const char *except, struct brig_id_span **spans,
                             size_t *n)
 {
-    if (text == NULL)
-        return 0;
-    cleanup_free char *copy = strdup(text);
-    if (copy == NULL)
-        return -1;
-    char *save = NULL;
-    for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-        char *name;
-        uint64_t s, c;
-        if (parse_subid_line(l, &name, &s, &c) == 1 && strcmp(name, except) != 0
-            && span_add(spans, n, s, c) < 0)
-            return -1;
-    }
-    return 0;
+    struct spans_ctx c = { except, spans, n };
+    return each_line(text, subid_line, &c) < 0 ? -1 : 0;
 }
 
 int brig_id_spans_add_accounts(const char *text, struct brig_id_span **spans, size_t *n)
 {
-    if (text == NULL)
-        return 0;
-    cleanup_free char *copy = strdup(text);
-    if (copy == NULL)
-        return -1;
-    char *save = NULL;
-    for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-        /* name:password:ID:... */
-        char *c1 = strchr(l, ':');
-        char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-        if (c2 == NULL)
-            continue;
-        char *end;
-        errno = 0;
-        unsigned long long id = strtoull(c2 + 1, &end, 10);
-        if (errno || end == c2 + 1 || (*end != ':' && *end != '\0'))
-            continue;
-        if (span_add(spans, n, id, 1) < 0)
-            return -1;
-    }
-    return 0;
+    struct spans_ctx c = { NULL, spans, n };
+    return each_line(text, account_line, &c) < 0 ? -1 : 0;
 }

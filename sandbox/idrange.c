@@ -23,7 +23,8 @@ static const char *records_dir(void)
     return env && *env ? env : BRIG_IDRANGE_DIR_DEFAULT;
 }
 
-/* A file's text, or NULL (and 0) when it does not exist. */
+/* A file's text, or NULL (and 0) when it does not exist; `name` is
+ * absolute with AT_FDCWD. */
 static int read_optional(int dir_fd, const char *name, char **out, brig_error_t *err)
 {
     size_t len;
@@ -94,8 +95,8 @@ static int read_record(int dir_fd, uint32_t uid, struct record *rec, brig_error_
     if (text == NULL)
         return 0;
     if (parse_record(text, rec) < 0)
-        return brig_error_set(err, EINVAL, "id ranges: record `%s/%s` is malformed",
-                              records_dir(), name);
+        return brig_error_set(err, EINVAL, "id ranges: record `%s/%s` is malformed", records_dir(),
+                              name);
     return 1;
 }
 
@@ -135,18 +136,6 @@ static int write_owner_file(const char *owner, const struct brig_idrange *r, bri
 
 /* ---- the pool, and what others hold ---- */
 
-static int read_host_file(const char *path, char **out, brig_error_t *err)
-{
-    size_t len;
-    *out = NULL;
-    if (brig_read_file(path, out, &len, err) == 0)
-        return 0;
-    if ((*err)->errnum != ENOENT)
-        return -1;
-    brig_error_release(err);
-    return 0;
-}
-
 struct taken {
     struct brig_id_span *uids, *gids;
     size_t n_uids, n_gids;
@@ -163,10 +152,10 @@ static int load_pool(struct brig_idpool *pool, struct taken *t, brig_error_t *er
 {
     cleanup_free char *subuid = NULL, *subgid = NULL, *passwd = NULL, *group = NULL;
     *t = (struct taken){ 0 };
-    if (read_host_file("/etc/subuid", &subuid, err) < 0
-        || read_host_file("/etc/subgid", &subgid, err) < 0
-        || read_host_file("/etc/passwd", &passwd, err) < 0
-        || read_host_file("/etc/group", &group, err) < 0)
+    if (read_optional(AT_FDCWD, "/etc/subuid", &subuid, err) < 0
+        || read_optional(AT_FDCWD, "/etc/subgid", &subgid, err) < 0
+        || read_optional(AT_FDCWD, "/etc/passwd", &passwd, err) < 0
+        || read_optional(AT_FDCWD, "/etc/group", &group, err) < 0)
         return brig_error_wrap(err, "id ranges");
     if (brig_idpool_parse(subuid, subgid, pool, err) < 0)
         return brig_error_wrap(err, "id ranges");

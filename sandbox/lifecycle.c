@@ -366,6 +366,8 @@ static int sandbox_restore(int image_fd, int dir_fd, struct brig_spec *spec, bri
     else
         r = write_settings(dir_fd, PROFILE_FILE, &s, err);
     if (r == 0)
+        r = brig_sandbox_images_share(image_fd, &s, err);
+    if (r == 0)
         r = rewrite_spec(spec, &s, err);
     brig_profile_settings_clear(&s);
     return r < 0 ? -1 : 0;

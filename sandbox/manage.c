@@ -86,11 +86,19 @@ static int start(const struct brig_sandbox_create_options *o, char *dir, const c
     struct brig_profile_settings s = *o->settings;
     s.data_dir = dir;
     s.detached_init = 1;
+    /* A sandbox runs detached: its init's stdio is /dev/null, never the
+     * caller's (a pipe held for the sandbox's life would hang whoever
+     * reads the caller's output). */
+    cleanup_close int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null < 0)
+        return brig_error_set(err, errno, CREATE ": open /dev/null");
+    const int stdio[3] = { null, null, null };
     struct brig_create_options c = {
         .root = o->root,
         .id = o->id,
         .bundle = bundle,
         .no_cgroup = o->no_cgroup,
+        .stdio = stdio,
     };
     struct brig_bundle b;
     struct brig_profile_settings use = { 0 };
@@ -123,7 +131,7 @@ static int check_reuse(const char *dir, const struct brig_profile_settings *s, b
     if (access(image, F_OK) == 0 && (ranged > 0) != auto_)
         return brig_error_set(err, 0,
                               CREATE ": the data in `%s` was made with --userns %s: create it "
-                              "with --userns %s, or rm it first",
+                                     "with --userns %s, or rm it first",
                               dir, ranged ? BRIG_USERNS_AUTO : BRIG_USERNS_HOST,
                               ranged ? BRIG_USERNS_AUTO : BRIG_USERNS_HOST);
     return 0;
@@ -313,11 +321,19 @@ int brig_sandbox_restore(const char *root, const char *id, const char *image_pat
     if (image_dir(id, image_path, &images, err) < 0
         || brig_sandbox_path(id, BRIG_SANDBOX_BUNDLE, &bundle, err) < 0)
         return -1;
+    /* Its init's stdio is /dev/null again, as at create: never the
+     * restoring caller's, which it would hold for its whole life (and, in
+     * a user namespace, could not even reopen). */
+    cleanup_close int null = open("/dev/null", O_RDWR);
+    if (null < 0)
+        return brig_error_set(err, errno, "open /dev/null");
+    const int stdio[3] = { null, null, null };
     struct brig_restore_options o = {
         .root = root,
         .id = id,
         .bundle = bundle,
         .no_cgroup = no_cgroup,
+        .stdio = stdio,
         .criu.image_path = images,
     };
     pid_t init;

@@ -56,10 +56,9 @@ struct setting {
 #define NUM(f) { #f, false, offsetof(struct brig_profile_settings, f) }
 /* clang-format on */
 static const struct setting settings[] = {
-    STR(rootfs),   STR(data_dir),    STR(init_path),    STR(init_config),
-    STR(netns),    STR(malloc_conf), STR(seccomp_path), NUM(data_size),
-    NUM(memory),   NUM(pids),        NUM(cpus_milli),   STR(userns),
-    NUM(userns_uid), NUM(userns_gid), NUM(data_private),
+    STR(rootfs),      STR(data_dir),     STR(init_path),  STR(init_config), STR(netns),
+    STR(malloc_conf), STR(seccomp_path), NUM(data_size),  NUM(memory),      NUM(pids),
+    NUM(cpus_milli),  STR(userns),       NUM(userns_uid), NUM(userns_gid),  NUM(data_private),
 };
 
 int brig_profile_settings_format(const struct brig_profile_settings *s, char **out,
@@ -477,7 +476,8 @@ int brig_profile_apply_userns(struct brig_spec *spec, const struct brig_profile_
     for (size_t i = 0; i < l->n_namespaces; i++)
         has = has || l->namespaces[i].type == BRIG_NS_USER;
     if (!has) {
-        struct brig_namespace *bigger = realloc(l->namespaces, (l->n_namespaces + 1) * sizeof *bigger);
+        struct brig_namespace *bigger = realloc(l->namespaces,
+                                                (l->n_namespaces + 1) * sizeof *bigger);
         if (bigger == NULL)
             return brig_error_set(err, ENOMEM, "sandbox profile");
         l->namespaces = bigger;

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "sandbox/userns.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -79,6 +80,36 @@ int brig_sandbox_data_close(const char *data_dir, brig_error_t *err)
     }
     if (chmod(mnt, 0700) < 0)
         return brig_error_set(err, errno, "chmod `%s`", mnt);
+    return 0;
+}
+
+int brig_sandbox_images_share(int image_fd, const struct brig_profile_settings *s,
+                              brig_error_t *err)
+{
+    if (!brig_sandbox_userns_wanted(s) || s->userns_gid <= 0)
+        return 0;
+    gid_t gid = (gid_t) s->userns_gid;
+    if (fchown(image_fd, (uid_t) -1, gid) < 0 || fchmod(image_fd, 0750) < 0)
+        return brig_error_set(err, errno, "share the images with the sandbox's root");
+    int fd = dup(image_fd);
+    DIR *d = fd < 0 ? NULL : fdopendir(fd);
+    if (d == NULL) {
+        if (fd >= 0)
+            close(fd);
+        return brig_error_set(err, errno, "read the images");
+    }
+    cleanup_dir DIR *dir = d;
+    rewinddir(dir);
+    struct dirent *de;
+    while ((de = readdir(dir)) != NULL) {
+        struct stat st;
+        if (fstatat(image_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (fchownat(image_fd, de->d_name, (uid_t) -1, gid, AT_SYMLINK_NOFOLLOW) < 0
+            || fchmodat(image_fd, de->d_name, 0640, 0) < 0)
+            return brig_error_set(err, errno, "share image `%s` with the sandbox's root",
+                                  de->d_name);
+    }
     return 0;
 }
 

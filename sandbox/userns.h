@@ -28,6 +28,12 @@ int brig_sandbox_private_remove(const char *dir, brig_error_t *err);
 /* The mounted data's root made 0700 (its owner is the sandbox user). */
 int brig_sandbox_data_close(const char *data_dir, brig_error_t *err);
 
+/* A checkpoint's images, readable (not writable) by the group the
+ * sandbox's root is on the host: criu reads some of them (tty-info)
+ * from inside the restored user namespace. Others still get nothing. */
+int brig_sandbox_images_share(int image_fd, const struct brig_profile_settings *s,
+                              brig_error_t *err);
+
 /* The host uid and gid the sandbox user (1000 inside) is. */
 void brig_sandbox_user_on_host(const struct brig_profile_settings *s, uid_t *uid, gid_t *gid);
 

@@ -186,8 +186,7 @@ int brig_criu_add_bind_mounts(struct brig_criu *c, const struct brig_spec *spec,
     return 0;
 }
 
-static int add_ext_mount(struct brig_criu *c, const char *key, const char *value,
-                         brig_error_t *err)
+static int add_ext_mount(struct brig_criu *c, const char *key, const char *value, brig_error_t *err)
 {
     if (criu_local_add_ext_mount(c->opts, (char *) key, (char *) value) < 0)
         return brig_error_set(err, ENOMEM, "external mount `%s`", key);

@@ -61,6 +61,9 @@ struct brig_restore_options {
     const char *bundle; /* NULL: the current directory */
     const char *pid_file;
     bool no_cgroup; /* --cgroup-manager=disabled */
+    /* The fds that replace the init's stdio where it had the dumping
+     * caller's (not close-on-exec: criu inherits them); NULL: ours, 0-2. */
+    const int *stdio;
     struct brig_criu_options criu;
 };
 

@@ -28,7 +28,7 @@
 
 /* Pipes and files of the caller's namespace that the init had as stdio at
  * dump time are replaced by ours, so whoever restores it gets its output. */
-static int inherit_stdio(struct brig_criu *c, brig_error_t *err)
+static int inherit_stdio(struct brig_criu *c, const int *stdio, brig_error_t *err)
 {
     cleanup_free char *text = NULL;
     if (brig_read_file_at(c->image_fd, BRIG_CRIU_DESCRIPTORS, &text, NULL, err) < 0) {
@@ -47,7 +47,7 @@ static int inherit_stdio(struct brig_criu *c, brig_error_t *err)
     for (size_t i = 0; r == 0 && i < tree->u.array.len && i < 3; i++) {
         const char *s = YAJL_GET_STRING(tree->u.array.values[i]);
         bool ours = s && (strncmp(s, "pipe:", 5) == 0 || strncmp(s, "file[", 5) == 0);
-        if (ours && criu_local_add_inherit_fd(c->opts, (int) i, s) < 0)
+        if (ours && criu_local_add_inherit_fd(c->opts, stdio ? stdio[i] : (int) i, s) < 0)
             r = brig_error_set(err, ENOMEM, "inherit fd %zu", i);
     }
     yajl_tree_free(tree);
@@ -134,7 +134,7 @@ struct restore_run {
 static int prepare_criu(struct restore_run *rr, const struct brig_cgroup *cg, brig_error_t *err)
 {
     struct brig_criu *c = &rr->criu;
-    if (inherit_stdio(c, err) < 0)
+    if (inherit_stdio(c, rr->o->stdio, err) < 0)
         return -1;
     if (make_mountpoints(rr->spec, rr->st->rootfs, rr->st->bundle, err) < 0)
         return -1;

@@ -286,3 +286,15 @@ MALLOC_CONF=narenas:1,background_thread:true,lg_tcache_max:10,dirty_decay_ms:500
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"unknown command"* ]]
 }
+
+@test "sandbox create's output can be read through a pipe: the sandbox holds none of the caller's stdio" {
+	# A detached init that kept the caller's stdout would hold the pipe
+	# open for the sandbox's life, and the reader would wait for ever.
+	run timeout 60 sh -c "'$BRIG' --root '$SB_ROOT' sandbox create --memory 64M --data-size 8M --pids 64 s2 | cat"
+	[ "$status" -eq 0 ]
+	pid=$("$BRIG" --root "$SB_ROOT" state s2 | jq .pid)
+	for fd in 0 1 2; do
+		[ "$(readlink "/proc/$pid/fd/$fd")" = /dev/null ]
+	done
+	sb rm s2
+}

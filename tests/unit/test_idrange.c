@@ -60,8 +60,7 @@ static void test_pool(void)
     CHECK(strstr(msg, "start at 65536"), "pool: a range at 0 (it would map root)");
     msg = outcome(brig_idpool_parse("brig:4294901760:131072\n", subg, &p, &err), &err);
     CHECK(strstr(msg, "below 2^32"), "pool: a range past 2^32");
-    CHECK(brig_idpool_parse("brig:x:65536\nbrig:65536:65536\n", "brig:65536:65536", &p, &err)
-                  == 0
+    CHECK(brig_idpool_parse("brig:x:65536\nbrig:65536:65536\n", "brig:65536:65536", &p, &err) == 0
               && p.uid_start == 65536,
           "pool: a malformed line is passed over");
 }

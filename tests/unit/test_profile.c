@@ -343,7 +343,8 @@ static void test_userns(void)
           "userns: uids 0-65535 on the range");
     CHECK(l->n_gid_mappings == 1 && l->gid_mappings[0].host_id == 1879113728,
           "userns: gids on the gid range");
-    CHECK_STR(spec->root->path, "/var/lib/brig/sandboxes/s1/tree", "userns: root is the id-mapped tree");
+    CHECK_STR(spec->root->path, "/var/lib/brig/sandboxes/s1/tree",
+              "userns: root is the id-mapped tree");
     CHECK(spec->process->user.uid == 1000, "userns: still uid 1000 inside");
 
     char *text = NULL;
