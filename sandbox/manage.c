@@ -324,10 +324,13 @@ int brig_sandbox_restore(const char *root, const char *id, const char *image_pat
     /* Its init's stdio is /dev/null again, as at create: never the
      * restoring caller's, which it would hold for its whole life (and, in
      * a user namespace, could not even reopen). */
-    cleanup_close int null = open("/dev/null", O_RDWR);
-    if (null < 0)
+    /* Three fds, not one: criu takes each inherited fd over and closes it. */
+    cleanup_close int in = open("/dev/null", O_RDWR);
+    cleanup_close int out = open("/dev/null", O_RDWR);
+    cleanup_close int errfd = open("/dev/null", O_RDWR);
+    if (in < 0 || out < 0 || errfd < 0)
         return brig_error_set(err, errno, "open /dev/null");
-    const int stdio[3] = { null, null, null };
+    const int stdio[3] = { in, out, errfd };
     struct brig_restore_options o = {
         .root = root,
         .id = id,

@@ -62,7 +62,8 @@ struct brig_restore_options {
     const char *pid_file;
     bool no_cgroup; /* --cgroup-manager=disabled */
     /* The fds that replace the init's stdio where it had the dumping
-     * caller's (not close-on-exec: criu inherits them); NULL: ours, 0-2. */
+     * caller's: three different ones (criu closes each it takes), not
+     * close-on-exec (criu inherits them); NULL: ours, 0-2. */
     const int *stdio;
     struct brig_criu_options criu;
 };
