@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +137,13 @@ static int write_owner_file(const char *owner, const struct brig_idrange *r, bri
 
 /* ---- the pool, and what others hold ---- */
 
+/* $BRIG_SUBUID / $BRIG_SUBGID (the tests' own files), else the host's. */
+static const char *subid_file(const char *env, const char *path)
+{
+    const char *v = getenv(env);
+    return v && *v ? v : path;
+}
+
 struct taken {
     struct brig_id_span *uids, *gids;
     size_t n_uids, n_gids;
@@ -145,15 +153,17 @@ static void taken_clear(struct taken *t)
 {
     free(t->uids);
     free(t->gids);
+    *t = (struct taken){ 0 };
 }
 
-/* The pool, and every id an account or another subordinate range holds. */
+/* The pool, and every id an account or another user's subordinate range
+ * holds. */
 static int load_pool(struct brig_idpool *pool, struct taken *t, brig_error_t *err)
 {
     cleanup_free char *subuid = NULL, *subgid = NULL, *passwd = NULL, *group = NULL;
     *t = (struct taken){ 0 };
-    if (read_optional(AT_FDCWD, "/etc/subuid", &subuid, err) < 0
-        || read_optional(AT_FDCWD, "/etc/subgid", &subgid, err) < 0
+    if (read_optional(AT_FDCWD, subid_file("BRIG_SUBUID", "/etc/subuid"), &subuid, err) < 0
+        || read_optional(AT_FDCWD, subid_file("BRIG_SUBGID", "/etc/subgid"), &subgid, err) < 0
         || read_optional(AT_FDCWD, "/etc/passwd", &passwd, err) < 0
         || read_optional(AT_FDCWD, "/etc/group", &group, err) < 0)
         return brig_error_wrap(err, "id ranges");
@@ -169,9 +179,25 @@ static int load_pool(struct brig_idpool *pool, struct taken *t, brig_error_t *er
     return 0;
 }
 
-/* Marks in used[] the slot of every record; with `reclaim`, first removes
- * the records whose owner is gone. */
-static int scan_records(int dir_fd, const struct brig_idpool *pool, bool reclaim, bool *used,
+static int take(struct taken *t, const struct brig_idrange *r)
+{
+    struct brig_id_span *u = realloc(t->uids, (t->n_uids + 1) * sizeof *u);
+    if (u == NULL)
+        return -1;
+    t->uids = u;
+    u[t->n_uids++] = (struct brig_id_span){ r->uid, BRIG_IDRANGE_SIZE };
+    struct brig_id_span *g = realloc(t->gids, (t->n_gids + 1) * sizeof *g);
+    if (g == NULL)
+        return -1;
+    t->gids = g;
+    g[t->n_gids++] = (struct brig_id_span){ r->gid, BRIG_IDRANGE_SIZE };
+    return 0;
+}
+
+/* Every record's range taken, whatever pool it came from (one made before
+ * /etc/subuid changed is still held); with `reclaim`, the records whose
+ * owner is gone are removed instead. */
+static int scan_records(int dir_fd, const struct brig_idpool *pool, bool reclaim, struct taken *t,
                         brig_error_t *err)
 {
     int fd = dup(dir_fd);
@@ -189,27 +215,31 @@ static int scan_records(int dir_fd, const struct brig_idpool *pool, bool reclaim
         unsigned long uid = strtoul(de->d_name, &end, 10);
         if (de->d_name[0] < '0' || de->d_name[0] > '9' || *end || uid > UINT32_MAX)
             continue;
-        struct record rec;
-        if (reclaim && read_record(dir_fd, (uint32_t) uid, &rec, err) > 0 && !record_live(&rec)) {
+        struct record rec = { .range = { (uint32_t) uid, 0 } };
+        /* A slot of this pool says its gids without a read. */
+        long slot = -1;
+        if (uid >= pool->uid_start && (uid - pool->uid_start) % BRIG_IDRANGE_SIZE == 0
+            && (uid - pool->uid_start) / BRIG_IDRANGE_SIZE < brig_idpool_slots(pool))
+            slot = (long) ((uid - pool->uid_start) / BRIG_IDRANGE_SIZE);
+        if (slot >= 0)
+            rec.range.gid = brig_idpool_range(pool, (size_t) slot).gid;
+        if ((reclaim || slot < 0) && read_record(dir_fd, (uint32_t) uid, &rec, err) < 0)
+            brig_error_release(err); /* a malformed record still holds its uids */
+        if (reclaim && rec.owner[0] && !record_live(&rec)) {
             unlinkat(dir_fd, de->d_name, 0);
             continue;
         }
-        brig_error_release(err);
-        if (uid >= pool->uid_start && (uid - pool->uid_start) % BRIG_IDRANGE_SIZE == 0) {
-            size_t slot = (uid - pool->uid_start) / BRIG_IDRANGE_SIZE;
-            if (slot < brig_idpool_slots(pool))
-                used[slot] = true;
-        }
+        if (take(t, &rec.range) < 0)
+            return brig_error_set(err, ENOMEM, "id ranges");
     }
     return 0;
 }
 
-/* The first slot neither recorded nor meeting what others hold; -1 when
- * there is none. */
-static long pick_slot(const struct brig_idpool *pool, const struct taken *t, const bool *used)
+/* The first slot clear of everything taken; -1 when there is none. */
+static long pick_slot(const struct brig_idpool *pool, const struct taken *t)
 {
     for (size_t i = 0; i < brig_idpool_slots(pool); i++)
-        if (!used[i] && brig_idpool_slot_clear(pool, i, t->uids, t->n_uids, t->gids, t->n_gids))
+        if (brig_idpool_slot_clear(pool, i, t->uids, t->n_uids, t->gids, t->n_gids))
             return (long) i;
     return -1;
 }
@@ -220,31 +250,59 @@ static int allocate(int dir_fd, const char *owner, struct brig_idrange *out, bri
     struct taken t;
     if (load_pool(&pool, &t, err) < 0)
         return -1;
-    size_t n = brig_idpool_slots(&pool);
-    cleanup_free bool *used = calloc(n ? n : 1, sizeof *used);
+    size_t accounts_u = t.n_uids, accounts_g = t.n_gids;
     long slot = -1;
-    int r = used ? 0 : brig_error_set(err, ENOMEM, "id ranges");
+    int r = 0;
     /* Stale records are looked for only when the pool looks full. */
     for (int pass = 0; r == 0 && slot < 0 && pass < 2; pass++) {
-        memset(used, 0, n * sizeof *used);
-        r = scan_records(dir_fd, &pool, pass == 1, used, err);
+        t.n_uids = accounts_u;
+        t.n_gids = accounts_g;
+        r = scan_records(dir_fd, &pool, pass == 1, &t, err);
         if (r == 0)
-            slot = pick_slot(&pool, &t, used);
+            slot = pick_slot(&pool, &t);
     }
     taken_clear(&t);
     if (r == 0 && slot < 0)
-        r = brig_error_set(err, ENOSPC,
-                           "id ranges: every range of the pool (%zu of %u ids, %s) is in use", n,
-                           BRIG_IDRANGE_SIZE,
-                           pool.from_subid ? "the `brig` lines of /etc/subuid and /etc/subgid"
-                                           : "the default");
+        r = brig_error_set(
+            err, ENOSPC, "id ranges: every range of the pool (%zu ranges of %u ids, %s) is in use",
+            brig_idpool_slots(&pool), BRIG_IDRANGE_SIZE,
+            pool.from_subid ? "the `brig` lines of /etc/subuid and /etc/subgid" : "the default");
     if (r < 0)
         return -1;
     *out = brig_idpool_range(&pool, (size_t) slot);
     return write_record(dir_fd, out, owner, err);
 }
 
+/* A range claimed again must still be one of this host's to give: a slot
+ * of the pool clear of every account and other user's range. */
+static int check_claimable(const struct brig_idrange *r, brig_error_t *err)
+{
+    struct brig_idpool pool;
+    struct taken t;
+    if (load_pool(&pool, &t, err) < 0)
+        return -1;
+    long slot = brig_idpool_slot_of(&pool, r);
+    bool ok = slot >= 0
+              && brig_idpool_slot_clear(&pool, (size_t) slot, t.uids, t.n_uids, t.gids, t.n_gids);
+    taken_clear(&t);
+    if (!ok)
+        return brig_error_set(err, 0,
+                              "id ranges: the range of uid %" PRIu32 ", gid %" PRIu32
+                              " is not one this host's pool gives (its /etc/subuid or /etc/subgid "
+                              "changed?): remove the sandbox and create it again",
+                              r->uid, r->gid);
+    return 0;
+}
+
 /* ---- the calls ---- */
+
+/* The owner as the records name it: its canonical path. */
+static int canonical(const char *owner_dir, char out[PATH_MAX], brig_error_t *err)
+{
+    if (realpath(owner_dir, out) == NULL)
+        return brig_error_set(err, errno, "id ranges: owner `%s`", owner_dir);
+    return 0;
+}
 
 int brig_idrange_read(const char *owner_dir, struct brig_idrange *out, brig_error_t *err)
 {
@@ -265,19 +323,29 @@ int brig_idrange_read(const char *owner_dir, struct brig_idrange *out, brig_erro
 
 int brig_idrange_claim(const char *owner_dir, const struct brig_idrange *r, brig_error_t *err)
 {
+    char owner[PATH_MAX];
+    struct brig_idrange had;
+    int has = brig_idrange_read(owner_dir, &had, err);
+    if (has < 0 || canonical(owner_dir, owner, err) < 0)
+        return -1;
+    if (has && (had.uid != r->uid || had.gid != r->gid))
+        return brig_error_set(err, EBUSY,
+                              "id ranges: `%s` holds the range of uid %" PRIu32 ", not %" PRIu32,
+                              owner, had.uid, r->uid);
     cleanup_close int dir_fd = lock_records(err);
-    if (dir_fd < 0)
+    if (dir_fd < 0 || check_claimable(r, err) < 0)
         return -1;
     struct record rec;
     int have = read_record(dir_fd, r->uid, &rec, err);
     if (have < 0)
         return -1;
-    if (have && record_live(&rec) && strcmp(rec.owner, owner_dir) != 0)
+    bool live = have && record_live(&rec);
+    if (live && strcmp(rec.owner, owner) != 0)
         return brig_error_set(err, EBUSY, "id ranges: the range of uid %" PRIu32 " is held by `%s`",
                               r->uid, rec.owner);
-    if (!(have && record_live(&rec)) && write_record(dir_fd, r, owner_dir, err) < 0)
+    if (!live && write_record(dir_fd, r, owner, err) < 0)
         return -1;
-    return write_owner_file(owner_dir, r, err);
+    return write_owner_file(owner, r, err);
 }
 
 int brig_idrange_acquire(const char *owner_dir, struct brig_idrange *out, brig_error_t *err)
@@ -287,10 +355,13 @@ int brig_idrange_acquire(const char *owner_dir, struct brig_idrange *out, brig_e
         return -1;
     if (had)
         return brig_idrange_claim(owner_dir, out, err);
-    cleanup_close int dir_fd = lock_records(err);
-    if (dir_fd < 0 || allocate(dir_fd, owner_dir, out, err) < 0)
+    char owner[PATH_MAX];
+    if (canonical(owner_dir, owner, err) < 0)
         return -1;
-    if (write_owner_file(owner_dir, out, err) < 0) {
+    cleanup_close int dir_fd = lock_records(err);
+    if (dir_fd < 0 || allocate(dir_fd, owner, out, err) < 0)
+        return -1;
+    if (write_owner_file(owner, out, err) < 0) {
         char name[16];
         snprintf(name, sizeof name, "%" PRIu32, out->uid);
         unlinkat(dir_fd, name, 0);
@@ -299,24 +370,31 @@ int brig_idrange_acquire(const char *owner_dir, struct brig_idrange *out, brig_e
     return 0;
 }
 
-int brig_idrange_release(const char *owner_dir, brig_error_t *err)
+int brig_idrange_forget(const char *owner, const struct brig_idrange *r, brig_error_t *err)
 {
-    struct brig_idrange r;
-    int had = brig_idrange_read(owner_dir, &r, err);
-    if (had <= 0)
-        return had;
     cleanup_close int dir_fd = lock_records(err);
     if (dir_fd < 0)
         return -1;
     struct record rec;
-    int have = read_record(dir_fd, r.uid, &rec, err);
-    if (have < 0)
-        return -1;
+    int have = read_record(dir_fd, r->uid, &rec, err);
+    if (have <= 0)
+        return have;
     char name[16];
-    snprintf(name, sizeof name, "%" PRIu32, r.uid);
-    if (have && strcmp(rec.owner, owner_dir) == 0 && unlinkat(dir_fd, name, 0) < 0
-        && errno != ENOENT)
+    snprintf(name, sizeof name, "%" PRIu32, r->uid);
+    if (strcmp(rec.owner, owner) == 0 && unlinkat(dir_fd, name, 0) < 0 && errno != ENOENT)
         return brig_error_set(err, errno, "id ranges: remove `%s/%s`", records_dir(), name);
+    return 0;
+}
+
+int brig_idrange_release(const char *owner_dir, brig_error_t *err)
+{
+    struct brig_idrange r;
+    char owner[PATH_MAX];
+    int had = brig_idrange_read(owner_dir, &r, err);
+    if (had <= 0)
+        return had;
+    if (canonical(owner_dir, owner, err) < 0 || brig_idrange_forget(owner, &r, err) < 0)
+        return -1;
     cleanup_close int fd = open(owner_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd >= 0 && unlinkat(fd, BRIG_IDRANGE_FILE, 0) < 0 && errno != ENOENT)
         return brig_error_set(err, errno, "id ranges: remove `%s/%s`", owner_dir,

@@ -1,21 +1,21 @@
 /* Host id ranges for sandboxes' user namespaces: 65536 uids and as many
  * gids per sandbox, that no other sandbox and no host account holds.
  *
- * The pool is the `brig` entry of /etc/subuid and /etc/subgid when both
- * have one, else BRIG_IDRANGE_DEFAULT_START for BRIG_IDRANGE_DEFAULT_COUNT
- * ids (far above accounts, below 2^31, clear of the ranges systemd gives
- * meaning to). A range is a slot of the pool: slot i is uids
- * uid_start + i*65536 and gids gid_start + i*65536. A slot that holds an
- * id of /etc/passwd or /etc/group, or meets another user's /etc/subuid or
- * /etc/subgid entry, is never handed out.
+ * The pool is the `brig` entry of /etc/subuid and /etc/subgid ($BRIG_SUBUID
+ * and $BRIG_SUBGID name other files, for tests) when both have one, else BRIG_IDRANGE_DEFAULT_START
+ * for BRIG_IDRANGE_DEFAULT_COUNT ids (far above accounts, below 2^31, clear of the ranges systemd
+ * gives meaning to). A range is a slot of the pool: slot i is uids uid_start + i*65536 and gids
+ * gid_start + i*65536. A slot that holds an id of /etc/passwd or /etc/group, or meets another
+ * user's /etc/subuid or /etc/subgid entry, is never handed out.
  *
  * Who holds a range is kept twice: a record per range in the records dir
  * ($BRIG_IDRANGE_DIR, or /var/lib/brig/idranges), named by its first uid
- * and naming its owner (a directory: path, device and inode), and a file
- * `idrange` in the owner's dir. Records are made and removed under a lock
- * of the records dir, so concurrent creates never share a range. A record
- * whose owner dir is gone (a runtime killed half-way) is reclaimed when
- * the pool runs out. */
+ * and naming its owner (a directory: canonical path, device and inode),
+ * and a file `idrange` in the owner's dir. A recorded range is never
+ * handed out again, whatever pool it came from. Claimed again (a
+ * restore), a range must still be a clear slot of the pool. Records are made and removed under a
+ * lock of the records dir, so concurrent creates never share a range. A record whose owner dir is
+ * gone (a runtime killed half-way) is reclaimed when the pool runs out. */
 #ifndef BRIG_SANDBOX_IDRANGE_H
 #define BRIG_SANDBOX_IDRANGE_H
 
@@ -95,5 +95,10 @@ int brig_idrange_read(const char *owner_dir, struct brig_idrange *out, brig_erro
 /* Frees the range of `owner_dir` (its record and its file). Holding none
  * is not an error. */
 int brig_idrange_release(const char *owner_dir, brig_error_t *err);
+
+/* Removes the record of range `r` if it names `owner` (a canonical path,
+ * as the owner's was when it held it): for an owner dir already removed,
+ * so that its range is handed out only once nothing of it is left. */
+int brig_idrange_forget(const char *owner, const struct brig_idrange *r, brig_error_t *err);
 
 #endif

@@ -246,6 +246,10 @@ static int setup_userns(int dir_fd, struct brig_profile_settings *s, struct brig
 {
     if (!brig_sandbox_userns_wanted(s))
         return 0;
+    /* What the init binds from the host, it looks up as the sandbox's root. */
+    if (brig_sandbox_check_reachable(s->init_path, err) < 0
+        || (s->init_config && brig_sandbox_check_reachable(s->init_config, err) < 0))
+        return -1;
     if (brig_sandbox_userns_acquire(s, err) < 0 || write_settings(dir_fd, PROFILE_FILE, s, err) < 0)
         return -1;
     if (brig_sandbox_tree_mount(s, err) < 0)
@@ -261,6 +265,11 @@ static int sandbox_setup(const void *data, int dir_fd, struct brig_spec *spec, b
 {
     struct brig_profile_settings s;
     if (data && write_settings(dir_fd, PROFILE_FILE, data, err) < 0)
+        return -1;
+    /* A new container's private data dir is new: what a crashed one of
+     * the same state dir left there (its data, its range) goes first. */
+    const struct brig_profile_settings *given = data;
+    if (given && given->data_private && brig_sandbox_private_reset(given->data_dir, err) < 0)
         return -1;
     int r = read_settings(dir_fd, PROFILE_FILE, &s, err);
     if (r == 0)
@@ -365,6 +374,9 @@ static int sandbox_restore(int image_fd, int dir_fd, struct brig_spec *spec, bri
         r = brig_error_set(err, ENOENT, "the images have no %s", BRIG_PROFILE_IMAGE_FILE);
     else
         r = write_settings(dir_fd, PROFILE_FILE, &s, err);
+    /* Its range claimed again before anything of it is shared with it. */
+    if (r == 0 && brig_sandbox_userns_wanted(&s))
+        r = brig_sandbox_userns_acquire(&s, err);
     if (r == 0)
         r = brig_sandbox_images_share(image_fd, &s, err);
     if (r == 0)

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,9 +193,8 @@ int brig_sandbox_remove(const char *root, const char *id, brig_error_t *err)
         return -1;
     brig_error_release(&warning);
     /* A create that died before the container existed can still have
-     * mounted the data and the tree, and holds its range until now. */
-    if (brig_data_image_unmount(dir, err) < 0 || brig_sandbox_tree_unmount(dir, err) < 0
-        || brig_idrange_release(dir, err) < 0)
+     * mounted the data and the tree. */
+    if (brig_data_image_unmount(dir, err) < 0 || brig_sandbox_tree_unmount(dir, err) < 0)
         return -1;
     const char *home = brig_sandbox_home();
     cleanup_close int home_fd = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -202,7 +202,16 @@ int brig_sandbox_remove(const char *root, const char *id, brig_error_t *err)
         return errno == ENOENT ? 0 : brig_error_set(err, errno, "open `%s`", home);
     if (faccessat(home_fd, id, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
         return 0;
-    return brig_remove_tree_at(home_fd, id, err);
+    /* Its range is freed once nothing of it is left: data that outlived
+     * a failed removal still belongs to those ids. */
+    struct brig_idrange range;
+    char owner[PATH_MAX];
+    int ranged = brig_idrange_read(dir, &range, err);
+    if (ranged < 0 || (ranged && realpath(dir, owner) == NULL))
+        return ranged < 0 ? -1 : brig_error_set(err, errno, "sandbox `%s`", id);
+    if (brig_remove_tree_at(home_fd, id, err) < 0)
+        return -1;
+    return ranged ? brig_idrange_forget(owner, &range, err) : 0;
 }
 
 /* ---- list ---- */

@@ -467,8 +467,17 @@ static int set_mapping(struct brig_id_mapping **maps, size_t *n, uint32_t host)
 int brig_profile_apply_userns(struct brig_spec *spec, const struct brig_profile_settings *s,
                               brig_error_t *err)
 {
-    if (s->userns_uid <= 0)
+    if (s->userns == NULL || strcmp(s->userns, BRIG_USERNS_AUTO) != 0 || s->userns_uid <= 0)
         return 0;
+    /* Settings come back from a state dir or a checkpoint's images: a
+     * range that would map root, or run past 2^32, is refused. */
+    const int64_t last = (INT64_C(1) << 32) - BRIG_SANDBOX_IDS;
+    if (s->userns_uid < BRIG_SANDBOX_IDS || s->userns_uid > last || s->userns_gid < BRIG_SANDBOX_IDS
+        || s->userns_gid > last)
+        return brig_error_set(err, 0,
+                              "sandbox profile: user namespace range %" PRId64 ":%" PRId64
+                              " out of bounds",
+                              s->userns_uid, s->userns_gid);
     struct brig_linux *l = spec->linux_;
     if (l == NULL || spec->root == NULL || s->data_dir == NULL)
         return brig_error_set(err, 0, "sandbox profile: a user namespace needs the sandbox's spec");

@@ -42,18 +42,37 @@ static int make_reachable(const char *dir, brig_error_t *err)
     }
     if (chmod(dir, 0711) < 0)
         return brig_error_set(err, errno, "chmod `%s`", dir);
+    return brig_sandbox_check_reachable(dir, err);
+}
+
+int brig_sandbox_check_reachable(const char *path, brig_error_t *err)
+{
+    cleanup_free char *copy = strdup(path);
+    if (copy == NULL)
+        return brig_error_set(err, ENOMEM, "user namespace");
     /* The dirs above: the host's to open, ours only to check. */
-    for (char *p = strrchr(path, '/'); p && p != path; p = strrchr(path, '/')) {
+    for (char *p = strrchr(copy, '/'); p && p != copy; p = strrchr(copy, '/')) {
         *p = '\0';
         struct stat st;
-        if (stat(path, &st) == 0 && !(st.st_mode & S_IXOTH))
+        if (stat(copy, &st) == 0 && !(st.st_mode & S_IXOTH))
             return brig_error_set(err, 0,
                                   "`%s` (mode %04o) is not searchable by others, so the "
                                   "sandbox's root, an unmapped id on the host, can't reach `%s`: "
                                   "chmod o+x it, or create with --userns host",
-                                  path, (unsigned) (st.st_mode & 07777), dir);
+                                  copy, (unsigned) (st.st_mode & 07777), path);
     }
     return 0;
+}
+
+int brig_sandbox_private_reset(const char *dir, brig_error_t *err)
+{
+    struct stat st;
+    if (stat(dir, &st) < 0)
+        return errno == ENOENT ? 0 : brig_error_set(err, errno, "`%s`", dir);
+    if (brig_data_image_unmount(dir, err) < 0 || brig_sandbox_tree_unmount(dir, err) < 0
+        || brig_idrange_release(dir, err) < 0)
+        return -1;
+    return brig_sandbox_private_remove(dir, err);
 }
 
 int brig_sandbox_private_remove(const char *dir, brig_error_t *err)
@@ -83,14 +102,40 @@ int brig_sandbox_data_close(const char *data_dir, brig_error_t *err)
     return 0;
 }
 
+/* One image made readable by the group: a regular file of root's with no
+ * other name, opened without following a link, changed through its fd. */
+static int share_image(int image_fd, const char *name, gid_t gid, brig_error_t *err)
+{
+    struct stat st;
+    /* Links (criu's `parent`) and dirs are left as they are. */
+    if (fstatat(image_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+        return 0;
+    cleanup_close int fd = openat(image_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+        return brig_error_set(err, fd < 0 ? errno : EINVAL, "image `%s`", name);
+    if (st.st_uid != 0 || st.st_nlink != 1)
+        return brig_error_set(err, 0, "image `%s`: not a file of root's with one name", name);
+    if (fchown(fd, (uid_t) -1, gid) < 0 || fchmod(fd, 0640) < 0)
+        return brig_error_set(err, errno, "image `%s`: share with the sandbox's root", name);
+    return 0;
+}
+
 int brig_sandbox_images_share(int image_fd, const struct brig_profile_settings *s,
                               brig_error_t *err)
 {
     if (!brig_sandbox_userns_wanted(s) || s->userns_gid <= 0)
         return 0;
     gid_t gid = (gid_t) s->userns_gid;
+    struct stat top;
+    if (fstat(image_fd, &top) < 0)
+        return brig_error_set(err, errno, "the images");
+    /* Only a dir nobody else could have filled. */
+    if (top.st_uid != 0 || (top.st_mode & 022))
+        return brig_error_set(err, 0,
+                              "the images: their dir must be root's and writable by "
+                              "root alone");
     if (fchown(image_fd, (uid_t) -1, gid) < 0 || fchmod(image_fd, 0750) < 0)
-        return brig_error_set(err, errno, "share the images with the sandbox's root");
+        return brig_error_set(err, errno, "the images: share with the sandbox's root");
     int fd = dup(image_fd);
     DIR *d = fd < 0 ? NULL : fdopendir(fd);
     if (d == NULL) {
@@ -101,15 +146,9 @@ int brig_sandbox_images_share(int image_fd, const struct brig_profile_settings *
     cleanup_dir DIR *dir = d;
     rewinddir(dir);
     struct dirent *de;
-    while ((de = readdir(dir)) != NULL) {
-        struct stat st;
-        if (fstatat(image_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
-            continue;
-        if (fchownat(image_fd, de->d_name, (uid_t) -1, gid, AT_SYMLINK_NOFOLLOW) < 0
-            || fchmodat(image_fd, de->d_name, 0640, 0) < 0)
-            return brig_error_set(err, errno, "share image `%s` with the sandbox's root",
-                                  de->d_name);
-    }
+    while ((de = readdir(dir)) != NULL)
+        if (de->d_name[0] != '.' && share_image(image_fd, de->d_name, gid, err) < 0)
+            return -1;
     return 0;
 }
 

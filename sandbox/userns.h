@@ -25,12 +25,23 @@ int brig_sandbox_userns_acquire(struct brig_profile_settings *s, brig_error_t *e
  * and tree are unmounted. A missing dir is not an error. */
 int brig_sandbox_private_remove(const char *dir, brig_error_t *err);
 
+/* Every dir above `path` searchable by others, else an error naming the
+ * first that is not and `--userns host`. */
+int brig_sandbox_check_reachable(const char *path, brig_error_t *err);
+
+/* A private data dir (layout.h) left by a container that died: its data
+ * and tree unmounted, its range freed, the dir removed. None: nothing. */
+int brig_sandbox_private_reset(const char *dir, brig_error_t *err);
+
 /* The mounted data's root made 0700 (its owner is the sandbox user). */
 int brig_sandbox_data_close(const char *data_dir, brig_error_t *err);
 
 /* A checkpoint's images, readable (not writable) by the group the
  * sandbox's root is on the host: criu reads some of them (tty-info)
- * from inside the restored user namespace. Others still get nothing. */
+ * from inside the restored user namespace. Others still get nothing. The
+ * dir must be root's and closed to others' writes; a link, or a file
+ * with another owner or another name, is refused. Call it once the range
+ * is claimed. */
 int brig_sandbox_images_share(int image_fd, const struct brig_profile_settings *s,
                               brig_error_t *err);
 

@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
@@ -17,9 +18,12 @@
 #include "process/namespaces.h"
 
 /* The child only unshares and stops: nothing in it may allocate or lock,
- * as the parent may have threads. */
-static void hold_userns(void)
+ * as the parent may have threads. It dies with its parent, should the
+ * parent die before it reaps it. */
+static void hold_userns(pid_t parent)
 {
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+        _exit(1);
     if (unshare(CLONE_NEWUSER) < 0)
         _exit(1);
     raise(SIGSTOP);
@@ -38,11 +42,12 @@ static int reap(pid_t pid)
 int brig_userns_for_maps(const struct brig_id_mapping *uids, size_t n_uids,
                          const struct brig_id_mapping *gids, size_t n_gids, brig_error_t *err)
 {
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0)
         return brig_error_set(err, errno, "id mapping: fork");
     if (pid == 0)
-        hold_userns();
+        hold_userns(parent);
     int status;
     pid_t got;
     while ((got = waitpid(pid, &status, WUNTRACED)) < 0 && errno == EINTR)

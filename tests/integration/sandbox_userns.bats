@@ -16,6 +16,12 @@ setup_file() {
 	[ -d "$ROOTFS_TREE/usr/bin" ] || return 0
 	export SB_ROOT=$BATS_FILE_TMPDIR/state
 	export BRIG_SANDBOX_DIR=$BATS_FILE_TMPDIR/sandboxes
+	# The ranges' records and pool files of this file's own: a test that
+	# changes the pool touches nothing of the host's.
+	export BRIG_IDRANGE_DIR=$BATS_FILE_TMPDIR/idranges
+	export BRIG_SUBUID=$BATS_FILE_TMPDIR/subuid BRIG_SUBGID=$BATS_FILE_TMPDIR/subgid
+	: >"$BRIG_SUBUID"
+	: >"$BRIG_SUBGID"
 	# bats makes its temp dirs 0700; a sandbox's root must reach its home.
 	chmod a+x "$BATS_RUN_TMPDIR" "$BATS_RUN_TMPDIR/file" "$BATS_FILE_TMPDIR"
 	if [ -z "${BRIG_INIT:-}" ]; then
@@ -47,11 +53,8 @@ setup() {
 }
 
 teardown() {
-	if [ -n "${SUBID_SAVED:-}" ]; then
-		for f in subuid subgid; do
-			if [ -e "$SUBID_SAVED/$f" ]; then cp "$SUBID_SAVED/$f" "/etc/$f"; else rm -f "/etc/$f"; fi
-		done
-	fi
+	: >"$BRIG_SUBUID"
+	: >"$BRIG_SUBGID"
 	for id in ${EXTRA_IDS:-}; do
 		"$BRIG" --root "$SB_ROOT" sandbox rm "$id" >/dev/null 2>&1 || true
 	done
@@ -151,16 +154,25 @@ is_account_uid() {
 	[[ "$output" == *"Permission denied"* ]]
 	run as_u1 sh -c "echo x >'$BRIG_SANDBOX_DIR/u2/data/planted'"
 	[ "$status" -ne 0 ]
+	[[ "$output" == *"Permission denied"* ]]
 	[ ! -e "$BRIG_SANDBOX_DIR/u2/data/planted" ]
-	run as_u1 kill -0 "$(container_pid u2)"
+	u2_pid=$(container_pid u2)
+	[ -n "$u2_pid" ]
+	run as_u1 kill -0 "$u2_pid"
 	[ "$status" -ne 0 ]
+	[[ "$output" == *"Operation not permitted"* ]]
 	run as_u1 cat "$BRIG_SANDBOX_DIR/u2/data.img"
 	[ "$status" -ne 0 ]
-	# Nor the state, the records, or the tree's files.
+	[[ "$output" == *"Permission denied"* ]]
+	# Nor the state or the records; the tree's files are root's, not its.
 	run as_u1 ls "$SB_ROOT"
 	[ "$status" -ne 0 ]
-	run as_u1 sh -c "echo x >>'$BRIG_SANDBOX_DIR/u1/tree/etc/passwd'"
+	[[ "$output" == *"Permission denied"* ]]
+	run as_u1 ls "$BRIG_IDRANGE_DIR"
 	[ "$status" -ne 0 ]
+	[[ "$output" == *"Permission denied"* ]]
+	[ "$(stat -c %u "$BRIG_SANDBOX_DIR/u1/tree/etc/passwd")" = "$u1_uid" ]
+	[ "$(stat -c %u "$ROOTFS_TREE/etc/passwd")" = 0 ]
 	# Its own workspace is its own.
 	run as_u1 cat "$BRIG_SANDBOX_DIR/u1/data/owned"
 	[ "$status" -eq 0 ]
@@ -190,7 +202,7 @@ is_account_uid() {
 		[ -s "$BRIG_SANDBOX_DIR/$id/idrange" ] || fail "$id: $(cat "$BATS_TEST_TMPDIR/$id.out")"
 		read -r base _ < <(range_of "$id")
 		# The record names the sandbox's dir.
-		grep -qxF "$BRIG_SANDBOX_DIR/$id" "/var/lib/brig/idranges/$base"
+		grep -qxF "$BRIG_SANDBOX_DIR/$id" "$BRIG_IDRANGE_DIR/$base"
 		seen="$seen $base"
 	done
 	read -r u1 _ < <(range_of u1)
@@ -200,21 +212,18 @@ is_account_uid() {
 	for id in $EXTRA_IDS; do
 		read -r base _ < <(range_of "$id")
 		sb rm "$id"
-		[ ! -e "/var/lib/brig/idranges/$base" ]
+		[ ! -e "$BRIG_IDRANGE_DIR/$base" ]
 		[ ! -e "$BRIG_SANDBOX_DIR/$id" ]
 	done
 	refute grep -q "$BRIG_SANDBOX_DIR/c" /proc/self/mountinfo
 }
 
 @test "userns: the pool is the brig lines of /etc/subuid and /etc/subgid, and a full pool is one clear line" {
-	SUBID_SAVED=$BATS_TEST_TMPDIR/subid
-	mkdir -p "$SUBID_SAVED"
-	for f in subuid subgid; do
-		[ ! -e "/etc/$f" ] || cp "/etc/$f" "$SUBID_SAVED/$f"
-	done
-	# Two ranges, far from the default pool and from every account.
-	echo "brig:3000000000:131072" >>/etc/subuid
-	echo "brig:3100000000:131072" >>/etc/subgid
+	# /etc/subuid and /etc/subgid as this file's own ($BRIG_SUBUID,
+	# $BRIG_SUBGID): two ranges, far from the default pool and from every
+	# account, beside another user's line that brig must pass over.
+	printf 'alice:100000:65536\nbrig:3000000000:131072\n' >"$BRIG_SUBUID"
+	printf 'alice:100000:65536\nbrig:3100000000:131072\n' >"$BRIG_SUBGID"
 	EXTRA_IDS="p1 p2 p3"
 	sb create --memory 64M --data-size 8M --pids 64 p1
 	sb create --memory 64M --data-size 8M --pids 64 p2
@@ -231,7 +240,7 @@ is_account_uid() {
 	sb create --memory 64M --data-size 8M --pids 64 p3
 	[ "$(range_of p3)" = "3000000000 3100000000" ]
 	# A brig line in only one of the files is refused by name.
-	cp "$SUBID_SAVED/subgid" /etc/subgid 2>/dev/null || : >/etc/subgid
+	: >"$BRIG_SUBGID"
 	run --separate-stderr sb create --memory 64M --data-size 8M p1
 	assert_one_line_error "/etc/subgid has none"
 	[ ! -e "$BRIG_SANDBOX_DIR/p1" ]
@@ -258,19 +267,32 @@ is_account_uid() {
 
 @test "userns: --profile sandbox gets one too, with data of its own that goes with it" {
 	setup_bundle
-	set_args sh -c 'cat /proc/self/uid_map; id -u; stat -c %u /usr/bin/python3 /mnt/data'
-	run brig run --profile sandbox "$CID"
-	[ "$status" -eq 0 ]
-	set -- $(squeeze "$output")
+	set_args sh -c 'cat /proc/self/uid_map; stat -c %u /usr/bin/python3 /mnt/data; id -u; echo kept >/mnt/data/f; echo ready; sleep 1000'
+	brig_detached run -d --profile sandbox "$CID"
+	pid=$(container_pid "$CID")
+	[ -n "$pid" ]
+	wait_for_line "$CT_OUT" ready
+	run squeeze "$(cat "$CT_OUT")"
+	set -- $output
 	[ "$1" = 0 ]
 	[ "$2" -ge 65536 ]
 	[ "$3" = 65536 ]
-	[ "$4" = 1000 ]
-	[ "$5" = 0 ]
+	[ "$4" = 0 ]
+	[ "$5" = 1000 ]
 	[ "$6" = 1000 ]
+	# Its data, its tree and its range live in a dir of its own under the
+	# home, which its root can reach (the state root is closed to it).
+	private=$(ls -d "$BRIG_SANDBOX_DIR"/.containers/*)
+	[ "$(echo "$private" | wc -l)" = 1 ]
+	[ "$(cat "$private/idrange")" = "$2 $(awk '{print $2}' "/proc/$pid/gid_map")" ]
+	grep -qxF "$private" "$BRIG_IDRANGE_DIR/$2"
+	grep -q " $private/data " /proc/self/mountinfo
+	grep -q " $private/tree " /proc/self/mountinfo
+	[ "$(cat "$private/data/f")" = kept ]
 	# Deleted with the container: no private dir, no record of its range.
-	[ ! -e "/var/lib/brig/idranges/$2" ]
-	[ -z "$(ls -A "$BRIG_SANDBOX_DIR/.containers" 2>/dev/null)" ]
+	brig delete --force "$CID"
+	[ ! -e "$private" ]
+	[ ! -e "$BRIG_IDRANGE_DIR/$2" ]
 	refute grep -q "$BRIG_SANDBOX_DIR/.containers" /proc/self/mountinfo
 	teardown_bundle
 }
@@ -286,5 +308,5 @@ is_account_uid() {
 	assert_one_line_error "id-mapped" "--userns host"
 	[ ! -e "$BRIG_SANDBOX_DIR/r1" ]
 	refute "$BRIG" --root "$SB_ROOT" state r1
-	refute grep -rqxF "$BRIG_SANDBOX_DIR/r1" /var/lib/brig/idranges
+	refute grep -rqxF "$BRIG_SANDBOX_DIR/r1" $BRIG_IDRANGE_DIR
 }

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,8 +108,12 @@ static void test_records(void)
           "records: an owner keeps its range");
     CHECK(brig_idrange_read(owner_a, &again, &err) == 1 && again.gid == a.gid,
           "records: read the owner's file");
-    const char *msg = outcome(brig_idrange_claim(owner_b, &a, &err), &err);
+    char third[160];
+    snprintf(third, sizeof third, "%s.third", owner_a);
+    mkdir(third, 0700);
+    const char *msg = outcome(brig_idrange_claim(third, &a, &err), &err);
     CHECK(strstr(msg, "is held by") && strstr(msg, owner_a), "records: a held range, by its owner");
+    rmdir(third);
 
     char rec[256];
     snprintf(rec, sizeof rec, "%s/%u", getenv(BRIG_IDRANGE_DIR_ENV), (unsigned) a.uid);
@@ -175,6 +180,66 @@ static void test_concurrent(const char *tmp)
     CHECK(distinct, "concurrent: no two share a range");
 }
 
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+static void make_owner(const char *tmp, const char *name, char *out, size_t size)
+{
+    snprintf(out, size, "%s/%s", tmp, name);
+    mkdir(out, 0700);
+}
+
+/* A pool of two: full at two owners; an owner gone without releasing is
+ * reclaimed then, and only then; a claim outside the pool is refused. */
+static void test_reclaim(const char *tmp)
+{
+    char sub[128];
+    snprintf(sub, sizeof sub, "%s/subids", tmp);
+    write_text(sub, "brig:3000000000:131072\n");
+    setenv("BRIG_SUBUID", sub, 1);
+    setenv("BRIG_SUBGID", sub, 1);
+    char x[128], y[128], z[128];
+    make_owner(tmp, "x", x, sizeof x);
+    make_owner(tmp, "y", y, sizeof y);
+    make_owner(tmp, "z", z, sizeof z);
+    brig_error_t err = NULL;
+    struct brig_idrange rx, ry, rz;
+    CHECK(brig_idrange_acquire(x, &rx, &err) == 0 && rx.uid == 3000000000u,
+          "reclaim: the pool's first slot");
+    CHECK(brig_idrange_acquire(y, &ry, &err) == 0 && ry.uid == 3000065536u,
+          "reclaim: the pool's second slot");
+    const char *msg = outcome(brig_idrange_acquire(z, &rz, &err), &err);
+    CHECK(strstr(msg, "every range of the pool (2 ranges of 65536 ids") != NULL,
+          "reclaim: a full pool is an error that says so");
+    /* y dies without releasing: its dir goes, its record stays. */
+    char file[160];
+    snprintf(file, sizeof file, "%s/%s", y, BRIG_IDRANGE_FILE);
+    unlink(file);
+    rmdir(y);
+    CHECK(brig_idrange_acquire(z, &rz, &err) == 0 && rz.uid == ry.uid,
+          "reclaim: a gone owner's range is handed out again");
+    struct brig_idrange outside = { 3000131072u, 3000131072u };
+    msg = outcome(brig_idrange_claim(x, &outside, &err), &err);
+    CHECK(strstr(msg, "holds the range of uid 3000000000") != NULL,
+          "claim: an owner can't take a second range");
+    make_owner(tmp, "w", file, sizeof file);
+    msg = outcome(brig_idrange_claim(file, &outside, &err), &err);
+    CHECK(strstr(msg, "is not one this host's pool gives") != NULL,
+          "claim: a range outside the pool is refused");
+    char canon[PATH_MAX];
+    CHECK(realpath(x, canon) && brig_idrange_forget(canon, &rx, &err) == 0,
+          "forget: the record of an owner");
+    CHECK(brig_idrange_acquire(file, &rz, &err) == 0 && rz.uid == rx.uid,
+          "forget: its range is free again");
+    brig_error_release(&err);
+}
+
 int main(void)
 {
     test_pool();
@@ -185,12 +250,20 @@ int main(void)
     char records[96];
     snprintf(records, sizeof records, "%s/records", tmp);
     setenv(BRIG_IDRANGE_DIR_ENV, records, 1);
+    /* The host's /etc/subuid and /etc/subgid stay out of it: the default
+     * pool. */
+    char none[96];
+    snprintf(none, sizeof none, "%s/none", tmp);
+    write_text(none, "");
+    setenv("BRIG_SUBUID", none, 1);
+    setenv("BRIG_SUBGID", none, 1);
     snprintf(owner_a, sizeof owner_a, "%s/a", tmp);
     snprintf(owner_b, sizeof owner_b, "%s/b", tmp);
     mkdir(owner_a, 0700);
     mkdir(owner_b, 0700);
     test_records();
     test_concurrent(tmp);
+    test_reclaim(tmp);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
     if (system(cmd) != 0)
