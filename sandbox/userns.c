@@ -13,7 +13,7 @@
 
 #include "base/cleanup.h"
 #include "base/utils.h"
-#include "rootfs/idmap.h"
+#include "process/idmap.h"
 #include "sandbox/dataimage.h"
 #include "sandbox/idrange.h"
 

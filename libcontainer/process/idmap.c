@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "rootfs/idmap.h"
+#include "process/idmap.h"
 
 #include <errno.h>
 #include <fcntl.h>
