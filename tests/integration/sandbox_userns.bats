@@ -139,8 +139,8 @@ is_account_uid() {
 	# No capabilities, no_new_privs, seccomp; still no nested user namespace.
 	run sb exec u1 -- sh -c 'grep -E "^(CapEff|CapBnd|NoNewPrivs|Seccomp):" /proc/self/status'
 	[ "$(squeeze "$output")" = "CapEff: 0000000000000000 CapBnd: 0000000000000000 NoNewPrivs: 1 Seccomp: 2" ]
-	run sb exec u1 -- python3 -c 'import os; os.unshare(os.CLONE_NEWUSER)'
-	[ "$status" -ne 0 ]
+	run sb exec u1 -- python3 -c 'import ctypes, sys; sys.exit(3 if ctypes.CDLL(None).unshare(0x10000000) else 0)'
+	[ "$status" -eq 3 ]
 }
 
 @test "userns: a process escaping a sandbox lands as its host uid and can't touch another's workspace" {
@@ -309,4 +309,49 @@ is_account_uid() {
 	[ ! -e "$BRIG_SANDBOX_DIR/r1" ]
 	refute "$BRIG" --root "$SB_ROOT" state r1
 	refute grep -rqxF "$BRIG_SANDBOX_DIR/r1" $BRIG_IDRANGE_DIR
+}
+
+@test "userns: the escape probes, from inside a sandbox: nothing of the host to write, join or trace" {
+	read -r base _ < <(range_of u1)
+	# Each probe prints its name and "blocked" or "OPEN"; every one must be
+	# blocked. python3 makes the system calls directly.
+	run sb exec u1 -- python3 - <<-'EOF'
+		import ctypes, errno, os
+		libc = ctypes.CDLL(None, use_errno=True)
+		def probe(name, fn):
+		    try:
+		        r = fn()
+		        print(name, "OPEN" if r in (None, 0) else "blocked")
+		    except OSError:
+		        print(name, "blocked")
+		def write(path):
+		    return lambda: open(path, "w").write("x")
+		probe("runtime-binary", write("/usr/sbin/brig-init"))
+		probe("core_pattern", write("/proc/sys/kernel/core_pattern"))
+		probe("sysrq", write("/proc/sysrq-trigger"))
+		probe("sys", write("/sys/kernel/uevent_helper"))
+		probe("tree", write("/etc/passwd"))
+		probe("userns", lambda: libc.unshare(0x10000000))
+		probe("mountns", lambda: libc.unshare(0x00020000))
+		probe("setns", lambda: libc.setns(os.open("/proc/1/ns/mnt", os.O_RDONLY), 0))
+		probe("mount", lambda: libc.mount(b"none", b"/tmp", b"tmpfs", 0, None))
+		probe("ptrace-init", lambda: libc.ptrace(16, 1, None, None))
+		probe("setuid-root", lambda: os.setuid(0))
+		probe("chown-to-root", lambda: os.chown("/mnt/data", 0, 0))
+		probe("mknod", lambda: os.mknod("/tmp/sda", 0o600 | 0o060000, os.makedev(8, 0)))
+	EOF
+	[ "$status" -eq 0 ]
+	echo "$output"
+	[ "$(echo "$output" | grep -c ' blocked$')" -eq 13 ]
+	refute grep -q ' OPEN$' <<<"$output"
+	# What the probes left: the tree and brig-init as they were, and on the
+	# host nothing of the sandbox's outside its range.
+	[ "$(stat -c %u "$ROOTFS_TREE/etc/passwd")" = 0 ]
+	[ "$(stat -c %u "$BRIG_SANDBOX_DIR/u1/tree/etc/passwd")" = "$base" ]
+	pid=$(container_pid u1)
+	for p in $(pgrep -P "$pid") "$pid"; do
+		uid=$(awk '/^Uid:/ { print $2 }' "/proc/$p/status")
+		[ "$uid" -ge "$base" ]
+		[ "$uid" -lt $((base + 65536)) ]
+	done
 }
