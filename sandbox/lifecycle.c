@@ -13,8 +13,10 @@
 #include "base/utils.h"
 #include "container/state.h"
 #include "sandbox/dataimage.h"
+#include "sandbox/egress_client.h"
 #include "sandbox/idrange.h"
 #include "sandbox/layout.h"
+#include "sandbox/locate.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/userns.h"
 #include "selfexe/selfexe.h"
@@ -31,44 +33,16 @@
 /* In a checkpoint's image dir, beside criu's images. */
 #define BRIG_PROFILE_IMAGE_FILE "brig-profile"
 
-/* A file next to the running brig (the build tree), or NULL. */
-static char *beside_self(const char *name)
-{
-    char self[PATH_MAX];
-    if (brig_selfexe_path(self, sizeof self) < 0)
-        return NULL;
-    char *path = NULL;
-    if (asprintf(&path, "%s/%s", dirname(self), name) < 0)
-        return NULL;
-    if (access(path, R_OK) != 0) {
-        free(path);
-        return NULL;
-    }
-    return path;
-}
-
 /* brig-init: $BRIG_INIT, the installed one, or the build tree's. */
 static int locate_init(char **out, brig_error_t *err)
 {
-    const char *env = getenv("BRIG_INIT");
-    char *found = NULL;
-    if (env && *env)
-        found = strdup(env);
 #ifdef BRIG_INIT_PATH
-    else if (access(BRIG_INIT_PATH, X_OK) == 0)
-        found = strdup(BRIG_INIT_PATH);
+    const char *installed = BRIG_INIT_PATH;
+#else
+    const char *installed = NULL;
 #endif
-    else
-        found = beside_self("brig-init");
-    if (found == NULL)
-        return brig_error_set(err, 0, "sandbox profile: brig-init not found (set BRIG_INIT)");
-    if (access(found, X_OK) != 0) {
-        int saved = errno;
-        brig_error_set(err, saved, "sandbox profile: brig-init `%s`", found);
-        free(found);
-        return -1;
-    }
-    *out = found;
+    if (brig_sandbox_locate("brig-init", "BRIG_INIT", installed, out, err) < 0)
+        return brig_error_wrap(err, "sandbox profile");
     return 0;
 }
 
@@ -79,7 +53,7 @@ static int locate_seccomp(char **out, brig_error_t *err)
         return brig_error_set(err, ENOMEM, "sandbox profile");
     if (access(path, R_OK) != 0) {
         free(path);
-        path = beside_self("seccomp-profiles/sandbox.json");
+        path = brig_sandbox_beside_self("seccomp-profiles/sandbox.json");
     }
     if (path == NULL)
         return brig_error_set(err, ENOENT, "sandbox profile: seccomp profile `%s/sandbox.json`",
@@ -158,6 +132,14 @@ static int resolve_settings(const struct brig_create_options *o, struct brig_pro
             s->rootfs, BRIG_SANDBOX_JEMALLOC);
     if (s->init_config && access(s->init_config, R_OK) != 0)
         return brig_error_set(err, errno, "services file `%s`", s->init_config);
+    /* Where both have one, TLS through the proxy trusts what the host does. */
+    cleanup_free char *tree_ca = NULL;
+    if (asprintf(&tree_ca, "%s%s", s->rootfs, BRIG_SANDBOX_CA_BUNDLE) < 0)
+        return brig_error_set(err, ENOMEM, "sandbox profile");
+    if (s->network && strcmp(s->network, BRIG_NETWORK_PACKAGES) == 0 && s->ca_bundle == NULL
+        && access(BRIG_SANDBOX_CA_BUNDLE, R_OK) == 0 && access(tree_ca, F_OK) == 0
+        && (s->ca_bundle = strdup(BRIG_SANDBOX_CA_BUNDLE)) == NULL)
+        return brig_error_set(err, ENOMEM, "sandbox profile");
     return 0;
 }
 
@@ -299,6 +281,11 @@ static int sandbox_load_spec(int dir_fd, struct brig_spec *spec, brig_error_t *e
     return r < 0 ? -1 : 0;
 }
 
+static bool on_packages(const struct brig_profile_settings *s)
+{
+    return s->network && strcmp(s->network, BRIG_NETWORK_PACKAGES) == 0;
+}
+
 static int sandbox_exec_process(int dir_fd, const struct brig_spec *spec, struct brig_process *p,
                                 brig_error_t *err)
 {
@@ -310,11 +297,41 @@ static int sandbox_exec_process(int dir_fd, const struct brig_spec *spec, struct
         r = brig_error_set(err, 0, "the sandbox's config has no process");
     else if (r > 0)
         r = brig_profile_impose_exec(p, spec->process, &s, err);
+    /* A proxy that died since is started again: the sandboxes it served
+     * are listened in once more before this exec runs. */
+    if (r >= 0 && on_packages(&s) && brig_egress_ensure(err) < 0)
+        r = -1;
     brig_profile_settings_clear(&s);
     return r < 0 ? -1 : 0;
 }
 
 static bool is_dir_of(int dir_fd, const char *path);
+
+/* The state dir's path, as the proxy's registry names a sandbox. */
+static int state_dir_of(int dir_fd, char *out, size_t size, brig_error_t *err)
+{
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", dir_fd);
+    ssize_t n = readlink(link, out, size - 1);
+    if (n <= 0)
+        return brig_error_set(err, errno, "state dir");
+    out[n] = '\0';
+    return 0;
+}
+
+/* The packages-only network: the proxy listening in the sandbox's network
+ * namespace before anyone hears of the sandbox. */
+static int sandbox_spawned(int dir_fd, pid_t pid, brig_error_t *err)
+{
+    struct brig_profile_settings s;
+    char dir[PATH_MAX];
+    int r = read_settings(dir_fd, PROFILE_FILE, &s, err);
+    if (r > 0 && on_packages(&s))
+        r = state_dir_of(dir_fd, dir, sizeof dir, err) < 0 ? -1
+                                                           : brig_egress_register(dir, pid, err);
+    brig_profile_settings_clear(&s);
+    return r < 0 ? -1 : 0;
+}
 
 /* The data and the tree unmounted; the range freed when the data dir is
  * the state dir (a `brig sandbox` keeps its range with its data until
@@ -327,6 +344,11 @@ static int sandbox_teardown(int dir_fd, brig_error_t *err)
         brig_profile_settings_clear(&s);
         return r < 0 ? -1 : 0;
     }
+    char state_dir[PATH_MAX];
+    r = 0;
+    if (on_packages(&s) && state_dir_of(dir_fd, state_dir, sizeof state_dir, err) == 0)
+        r = brig_egress_unregister(state_dir, err);
+    brig_error_release(err);
     r = brig_data_image_unmount(s.data_dir, err);
     if (r == 0)
         r = brig_sandbox_tree_unmount(s.data_dir, err);
@@ -390,6 +412,7 @@ const struct brig_handler brig_sandbox_handler = {
     .state_marker = PROFILE_FILE,
     .image_marker = BRIG_PROFILE_IMAGE_FILE,
     .setup = sandbox_setup,
+    .spawned = sandbox_spawned,
     .load_spec = sandbox_load_spec,
     .exec_process = sandbox_exec_process,
     .teardown = sandbox_teardown,

@@ -11,6 +11,8 @@
 
 #include "base/cleanup.h"
 #include "base/utils.h"
+#include "sandbox/egress.h"
+#include "sandbox/egress_client.h"
 
 /* ---- settings ---- */
 
@@ -19,6 +21,7 @@ int brig_profile_settings_default(struct brig_profile_settings *s, brig_error_t 
     *s = (struct brig_profile_settings){
         .rootfs = strdup(BRIG_SANDBOX_ROOTFS),
         .userns = strdup(BRIG_USERNS_AUTO),
+        .network = brig_egress_configured() ? strdup(BRIG_NETWORK_PACKAGES) : NULL,
         .malloc_conf = strdup(BRIG_SANDBOX_MALLOC_CONF),
         .data_size = BRIG_SANDBOX_DATA_SIZE,
         .memory = BRIG_SANDBOX_MEMORY,
@@ -42,6 +45,8 @@ void brig_profile_settings_clear(struct brig_profile_settings *s)
     free(s->malloc_conf);
     free(s->seccomp_path);
     free(s->userns);
+    free(s->network);
+    free(s->ca_bundle);
     *s = (struct brig_profile_settings){ 0 };
 }
 
@@ -59,6 +64,7 @@ static const struct setting settings[] = {
     STR(rootfs),      STR(data_dir),     STR(init_path),  STR(init_config), STR(netns),
     STR(malloc_conf), STR(seccomp_path), NUM(data_size),  NUM(memory),      NUM(pids),
     NUM(cpus_milli),  STR(userns),       NUM(userns_uid), NUM(userns_gid),  NUM(data_private),
+    STR(network),     STR(ca_bundle),
 };
 
 int brig_profile_settings_format(const struct brig_profile_settings *s, char **out,
@@ -314,6 +320,30 @@ static int wire_allocator(struct brig_strv *env, const struct brig_profile_setti
     return 0;
 }
 
+/* The packages-only network: the proxy named the way pip, npm, curl and
+ * urllib look for it, upper and lower case; loopback goes direct. Set for
+ * init, its services and every exec alike. */
+static int wire_proxy(struct brig_strv *env, const struct brig_profile_settings *s)
+{
+    static const char *const names[] = { "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy" };
+    if (s->network == NULL || strcmp(s->network, BRIG_NETWORK_PACKAGES) != 0)
+        return 0;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (env_set(env, names[i], BRIG_EGRESS_URL) < 0)
+            return -1;
+    if (env_set(env, "NO_PROXY", "localhost,127.0.0.1") < 0
+        || env_set(env, "no_proxy", "localhost,127.0.0.1") < 0)
+        return -1;
+    /* Node.js and pip carry CA bundles of their own: pointed at the
+     * system's, which is the host's here. */
+    if (s->ca_bundle
+        && (env_set(env, "NODE_EXTRA_CA_CERTS", BRIG_SANDBOX_CA_BUNDLE) < 0
+            || env_set(env, "PIP_CERT", BRIG_SANDBOX_CA_BUNDLE) < 0
+            || env_set(env, "SSL_CERT_FILE", BRIG_SANDBOX_CA_BUNDLE) < 0))
+        return -1;
+    return 0;
+}
+
 static int apply_process(struct brig_process *p, const struct brig_profile_settings *s)
 {
     if (impose_identity(p) < 0 || replace_str(&p->cwd, BRIG_SANDBOX_DATA) < 0)
@@ -321,7 +351,7 @@ static int apply_process(struct brig_process *p, const struct brig_profile_setti
     if (!env_has(&p->env, "PATH") && env_set(&p->env, "PATH", SANDBOX_PATH) < 0)
         return -1;
     if (env_set(&p->env, "HOME", BRIG_SANDBOX_HOME) < 0 || env_set(&p->env, "USER", "sandbox") < 0
-        || wire_allocator(&p->env, s) < 0)
+        || wire_allocator(&p->env, s) < 0 || wire_proxy(&p->env, s) < 0)
         return -1;
     /* brig-init in front: PID 1 reaps and supervises; with a command it
      * exits with it, without one it stays up (brig sandbox). */
@@ -353,6 +383,7 @@ static bool profile_owns(const char *dest)
         BRIG_SANDBOX_DATA,
         BRIG_SANDBOX_INIT,
         BRIG_SANDBOX_INIT_CONF,
+        BRIG_SANDBOX_CA_BUNDLE,
         NULL,
     };
     for (size_t i = 0; ours[i]; i++) {
@@ -401,7 +432,7 @@ static int apply_mounts(struct brig_spec *spec, const struct brig_profile_settin
             spec->mounts[kept++] = *m;
     }
     spec->n_mounts = kept;
-    struct brig_mount *bigger = realloc(spec->mounts, (kept + 6) * sizeof *bigger);
+    struct brig_mount *bigger = realloc(spec->mounts, (kept + 7) * sizeof *bigger);
     if (bigger == NULL)
         return -1;
     spec->mounts = bigger;
@@ -421,6 +452,8 @@ static int apply_mounts(struct brig_spec *spec, const struct brig_profile_settin
         || add_mount(spec, BRIG_SANDBOX_INIT, "bind", s->init_path, ro) < 0)
         return -1;
     if (s->init_config && add_mount(spec, BRIG_SANDBOX_INIT_CONF, "bind", s->init_config, ro) < 0)
+        return -1;
+    if (s->ca_bundle && add_mount(spec, BRIG_SANDBOX_CA_BUNDLE, "bind", s->ca_bundle, ro) < 0)
         return -1;
     return 0;
 }
@@ -588,7 +621,7 @@ int brig_profile_impose_exec(struct brig_process *p, const struct brig_process *
         && ((!env_has(&p->env, "PATH") && env_set(&p->env, "PATH", SANDBOX_PATH) < 0)
             || (!env_has(&p->env, "HOME") && env_set(&p->env, "HOME", BRIG_SANDBOX_HOME) < 0)
             || (!env_has(&p->env, "USER") && env_set(&p->env, "USER", "sandbox") < 0)
-            || wire_allocator(&p->env, s) < 0))
+            || wire_allocator(&p->env, s) < 0 || wire_proxy(&p->env, s) < 0))
         oom = true;
     return oom ? brig_error_set(err, ENOMEM, "sandbox profile") : 0;
 }

@@ -36,6 +36,12 @@
 /* The sandbox's user namespace: `auto` (a range of its own, userns.h) or
  * `host` (no user namespace: the host's ids). Ids 0 to BRIG_SANDBOX_IDS-1
  * inside are mapped. */
+#define BRIG_NETWORK_PACKAGES "packages"
+#define BRIG_NETWORK_NONE "none"
+/* Where Debian keeps the bundle of trusted CAs: the host's is bound there
+ * for the packages-only network, so that TLS to a package source is
+ * trusted as the host trusts it (a network that inspects TLS included). */
+#define BRIG_SANDBOX_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 #define BRIG_USERNS_AUTO "auto"
 #define BRIG_USERNS_HOST "host"
 #define BRIG_SANDBOX_IDS 65536u
@@ -49,6 +55,8 @@ struct brig_profile_settings {
     char *init_path;   /* brig-init on the host */
     char *init_config; /* host file bound at /etc/brig/init.conf; NULL: the tree's */
     char *netns;       /* NULL: a new namespace with loopback only */
+    char *network;     /* "packages": the proxy at 127.0.0.1:3128 (egress.h); NULL: none */
+    char *ca_bundle;   /* the host's CA bundle, bound at the same path; NULL: the tree's */
     char *malloc_conf;
     char *seccomp_path; /* the sandbox seccomp profile (JSON) */
     int64_t data_size;  /* bytes */

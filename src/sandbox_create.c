@@ -22,8 +22,9 @@ static const char create_usage[] =
     "      --memory SIZE      memory limit (default 4G)\n"
     "      --pids N           process limit (default 1024)\n"
     "      --cpus N           CPU quota in CPUs, e.g. 1.5 (default 2)\n"
-    "      --network none|PATH  loopback only (default), or join the network\n"
-    "                         namespace at PATH\n"
+    "      --network packages|none|PATH  loopback with the package proxy at\n"
+    "                         127.0.0.1:3128 (default where an allow-list is set),\n"
+    "                         loopback only, or the network namespace at PATH\n"
     "      --rootfs DIR       the tree (default /var/lib/brig/rootfs)\n"
     "      --services FILE    brig-init config with [program:NAME] services\n"
     "      --malloc-conf CONF jemalloc's MALLOC_CONF for every process\n"
@@ -75,11 +76,15 @@ static int apply_flag(int c, char **argv, struct brig_profile_settings *s)
             return brig_fail_msg("sandbox create: invalid --cpus `%s`", optarg);
         return BRIG_CLI_GO_ON;
     case OPT_NETWORK:
-        if (strcmp(optarg, "none") == 0) {
-            free(s->netns);
-            s->netns = NULL;
+        free(s->network);
+        s->network = NULL;
+        free(s->netns);
+        s->netns = NULL;
+        if (strcmp(optarg, BRIG_NETWORK_PACKAGES) == 0)
+            return (s->network = strdup(optarg)) ? BRIG_CLI_GO_ON
+                                                 : brig_fail_msg("sandbox create: out of memory");
+        if (strcmp(optarg, BRIG_NETWORK_NONE) == 0)
             return BRIG_CLI_GO_ON;
-        }
         return set_path(&s->netns, "--network", optarg);
     case OPT_ROOTFS:
         return set_path(&s->rootfs, "--rootfs", optarg);

@@ -15,6 +15,8 @@
 #ifndef BRIG_HANDLER_H
 #define BRIG_HANDLER_H
 
+#include <sys/types.h>
+
 #include "base/error.h"
 #include "spec/spec.h"
 
@@ -34,6 +36,11 @@ struct brig_handler {
      * resource it has just allocated), provided load_spec gives the same
      * spec back later. */
     int (*setup)(const void *data, int dir_fd, struct brig_spec *spec, brig_error_t *err);
+    /* create and restore, once the init exists and its pid is in the
+     * state, before the caller hears of the container: attach what needs
+     * the container's namespaces (a service outside that must reach them
+     * through the init's pid). A failure fails the create. */
+    int (*spawned)(int dir_fd, pid_t pid, brig_error_t *err);
     /* The spec read back from the state dir (the defaults of exec, the
      * post* hooks): the layer's transform again, as at create. */
     int (*load_spec)(int dir_fd, struct brig_spec *spec, brig_error_t *err);

@@ -209,6 +209,8 @@ int provision_started(struct provision *p, pid_t pid, const char *pid_file, brig
     int r = brig_process_start_time(pid, &p->state->pid_start_time, err);
     if (r == 0)
         r = brig_state_write(p->dir_fd, p->state, err);
+    if (r == 0 && p->handler && p->handler->spawned && p->handler->spawned(p->dir_fd, pid, err) < 0)
+        r = brig_error_wrap(err, "%s", p->handler->name);
     if (r == 0 && pid_file)
         r = brig_write_pid_file(pid_file, pid, err);
     if (r < 0)

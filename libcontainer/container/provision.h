@@ -37,7 +37,8 @@ int provision_state(struct provision *p, const struct brig_create_options *o,
 int provision_container(struct provision *p, const struct brig_create_options *o,
                         const struct brig_bundle *b, struct brig_devices_program *deferred,
                         brig_error_t *err);
-/* The init's pid recorded (state, pid file); the init is killed when this fails. */
+/* The init's pid recorded (state), the handler's spawned hook run, the
+ * pid file written; the init is killed when this fails. */
 int provision_started(struct provision *p, pid_t pid, const char *pid_file, brig_error_t *err);
 /* A failed create or restore: processes in the cgroup killed, the cgroup,
  * the handler's set-up and the state dir removed, best effort. */

@@ -1,0 +1,290 @@
+/* The allow-list of egress.h: egress.conf, matching, and the list made
+ * from the host's package sources. Pure: the texts come from the caller. */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "base/cleanup.h"
+#include "sandbox/egress.h"
+
+void brig_egress_conf_free(struct brig_egress_conf *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        free(c->rules[i].host);
+    free(c->rules);
+    *c = (struct brig_egress_conf){ 0 };
+}
+
+static void conf_defaults(struct brig_egress_conf *c)
+{
+    *c = (struct brig_egress_conf){
+        .max_connections = BRIG_EGRESS_MAX_CONNECTIONS,
+        .idle_timeout = BRIG_EGRESS_IDLE_TIMEOUT,
+        .connect_timeout = BRIG_EGRESS_CONNECT_TIMEOUT,
+    };
+}
+
+/* A host name: labels of letters, digits, `-` and `_`, dot-separated. */
+static bool valid_name(const char *h)
+{
+    size_t len = strlen(h);
+    if (len == 0 || len > BRIG_EGRESS_HOST_MAX || h[0] == '.' || h[len - 1] == '.')
+        return false;
+    for (const char *p = h; *p; p++)
+        if (!(isalnum((unsigned char) *p) || *p == '-' || *p == '.' || *p == '_')
+            || (*p == '.' && p[1] == '.'))
+            return false;
+    return true;
+}
+
+static bool valid_ipv6(const char *h)
+{
+    size_t len = strlen(h);
+    if (len < 2 || len > 45)
+        return false;
+    for (const char *p = h; *p; p++)
+        if (!(isxdigit((unsigned char) *p) || *p == ':' || *p == '.'))
+            return false;
+    return strchr(h, ':') != NULL;
+}
+
+/* "host", "*.suffix", "[v6]", each with ":port" or not, into a rule. */
+static int parse_target(const char *word, bool wildcard_ok, struct brig_egress_rule *rule)
+{
+    char host[BRIG_EGRESS_HOST_MAX + 3];
+    const char *port = NULL;
+    if (word[0] == '[') {
+        const char *close = strchr(word, ']');
+        if (close == NULL || (size_t) (close - word - 1) >= sizeof host)
+            return -1;
+        memcpy(host, word + 1, (size_t) (close - word - 1));
+        host[close - word - 1] = '\0';
+        if (!valid_ipv6(host) || (close[1] && close[1] != ':'))
+            return -1;
+        port = close[1] ? close + 2 : NULL;
+    } else {
+        const char *colon = strchr(word, ':');
+        size_t n = colon ? (size_t) (colon - word) : strlen(word);
+        if (n >= sizeof host)
+            return -1;
+        memcpy(host, word, n);
+        host[n] = '\0';
+        port = colon ? colon + 1 : NULL;
+        bool wild = strncmp(host, "*.", 2) == 0;
+        if ((wild && !wildcard_ok) || !valid_name(wild ? host + 2 : host))
+            return -1;
+    }
+    rule->port = 0;
+    if (port) {
+        char *end;
+        errno = 0;
+        long p = strtol(port, &end, 10);
+        if (errno || end == port || *end || p < 1 || p > 65535)
+            return -1;
+        rule->port = (int) p;
+    }
+    for (char *p = host; *p; p++)
+        *p = (char) tolower((unsigned char) *p);
+    rule->host = strdup(host);
+    return rule->host ? 0 : -2;
+}
+
+static int add_rule(struct brig_egress_conf *c, const struct brig_egress_rule *rule)
+{
+    struct brig_egress_rule *bigger = realloc(c->rules, (c->n + 1) * sizeof *bigger);
+    if (bigger == NULL)
+        return -1;
+    c->rules = bigger;
+    c->rules[c->n++] = *rule;
+    return 0;
+}
+
+static int parse_number(const char *word, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(word, &end, 10);
+    if (errno || end == word || *end || v < 1 || v > 1000000)
+        return -1;
+    *out = (int) v;
+    return 0;
+}
+
+/* One line, cut into its words (at most three looked at). */
+static int parse_line(char *line, struct brig_egress_conf *c, const char **why)
+{
+    char *save = NULL, *words[3] = { NULL, NULL, NULL };
+    for (int i = 0; i < 3; i++)
+        words[i] = strtok_r(i ? NULL : line, " \t\r", &save);
+    if (words[0] == NULL || words[0][0] == '#')
+        return 0;
+    if (words[1] == NULL || (words[2] && words[2][0] != '#')) {
+        *why = "expected `KEY VALUE`";
+        return -1;
+    }
+    bool allow = strcmp(words[0], "allow") == 0, priv = strcmp(words[0], "allow-private") == 0;
+    if (allow || priv) {
+        struct brig_egress_rule rule = { .private_ok = priv };
+        int r = parse_target(words[1], allow, &rule);
+        if (r == -1)
+            *why = priv ? "expected an exact host or IP, with an optional :PORT"
+                        : "expected a host, *.suffix or IP, with an optional :PORT";
+        if (r == 0 && add_rule(c, &rule) < 0) {
+            free(rule.host);
+            r = -2;
+        }
+        if (r == -2)
+            *why = "out of memory";
+        return r < 0 ? -1 : 0;
+    }
+    int *field = strcmp(words[0], "max-connections") == 0   ? &c->max_connections
+                 : strcmp(words[0], "idle-timeout") == 0    ? &c->idle_timeout
+                 : strcmp(words[0], "connect-timeout") == 0 ? &c->connect_timeout
+                                                            : NULL;
+    if (field == NULL) {
+        *why = "unknown key (allow, allow-private, max-connections, idle-timeout, "
+               "connect-timeout)";
+        return -1;
+    }
+    if (parse_number(words[1], field) < 0) {
+        *why = "expected a whole number from 1";
+        return -1;
+    }
+    return 0;
+}
+
+int brig_egress_conf_parse(const char *text, const char *file, struct brig_egress_conf *c,
+                           brig_error_t *err)
+{
+    conf_defaults(c);
+    cleanup_free char *copy = strdup(text);
+    if (copy == NULL)
+        return brig_error_set(err, ENOMEM, "%s", file);
+    unsigned lineno = 1;
+    for (char *line = copy; line; lineno++) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        const char *why = NULL;
+        if (parse_line(line, c, &why) < 0) {
+            brig_egress_conf_free(c);
+            return brig_error_set(err, 0, "%s: line %u: %s", file, lineno, why);
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    return 0;
+}
+
+/* ---- matching ---- */
+
+static bool host_matches(const char *pattern, const char *host)
+{
+    if (strncmp(pattern, "*.", 2) != 0)
+        return strcmp(pattern, host) == 0;
+    size_t plen = strlen(pattern + 1), hlen = strlen(host); /* ".suffix" */
+    return hlen > plen && strcmp(host + hlen - plen, pattern + 1) == 0;
+}
+
+const struct brig_egress_rule *brig_egress_match(const struct brig_egress_conf *c, const char *host,
+                                                 int port, bool connect)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        const struct brig_egress_rule *r = &c->rules[i];
+        int want = r->port ? r->port : (connect ? 443 : 80);
+        if (port == want && host_matches(r->host, host))
+            return r;
+    }
+    return NULL;
+}
+
+/* ---- the host's package sources ---- */
+
+int brig_egress_conf_add_url(struct brig_egress_conf *c, const char *url)
+{
+    int scheme_port;
+    const char *rest;
+    if (strncasecmp(url, "http://", 7) == 0) {
+        scheme_port = 80;
+        rest = url + 7;
+    } else if (strncasecmp(url, "https://", 8) == 0) {
+        scheme_port = 443;
+        rest = url + 8;
+    } else {
+        return 0;
+    }
+    /* user:password@ goes; host[:port] stays, up to the path. */
+    size_t n = strcspn(rest, "/?#");
+    char word[BRIG_EGRESS_HOST_MAX + 16];
+    const char *at = memchr(rest, '@', n);
+    if (at) {
+        n -= (size_t) (at + 1 - rest);
+        rest = at + 1;
+    }
+    if (n == 0 || n >= sizeof word)
+        return 0;
+    memcpy(word, rest, n);
+    word[n] = '\0';
+    struct brig_egress_rule rule = { 0 };
+    if (parse_target(word, false, &rule) == -2)
+        return -1;
+    if (rule.host == NULL)
+        return 0; /* not a host we can name: passed over */
+    /* The scheme's own port: what a CONNECT (https) or plain request
+     * (http) asks for anyway. */
+    if (rule.port == 0)
+        rule.port = scheme_port;
+    for (size_t i = 0; i < c->n; i++)
+        if (strcmp(c->rules[i].host, rule.host) == 0 && c->rules[i].port == rule.port) {
+            free(rule.host);
+            return 0;
+        }
+    if (add_rule(c, &rule) < 0) {
+        free(rule.host);
+        return -1;
+    }
+    return 0;
+}
+
+/* Every URL of a text: apt's `deb [opts] URL ...` lines and deb822
+ * `URIs:` fields, npm's `registry=URL`, pip's `index-url = URL` and
+ * `extra-index-url`. */
+static int add_urls(struct brig_egress_conf *c, const char *text)
+{
+    if (text == NULL)
+        return 0;
+    cleanup_free char *copy = strdup(text);
+    if (copy == NULL)
+        return -1;
+    char *save = NULL;
+    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        while (*line == ' ' || *line == '\t')
+            line++;
+        if (*line == '#')
+            continue;
+        char *w = line, *ws = NULL;
+        for (char *word = strtok_r(w, " \t=\"'", &ws); word; word = strtok_r(NULL, " \t=\"'", &ws))
+            if (strstr(word, "://") && brig_egress_conf_add_url(c, word) < 0)
+                return -1;
+    }
+    return 0;
+}
+
+int brig_egress_conf_from_sources(const char *const *apt, size_t n_apt, const char *npm,
+                                  const char *pip, struct brig_egress_conf *c, brig_error_t *err)
+{
+    conf_defaults(c);
+    for (size_t i = 0; i < n_apt; i++)
+        if (add_urls(c, apt[i]) < 0)
+            goto oom;
+    if (add_urls(c, npm) < 0 || add_urls(c, pip) < 0)
+        goto oom;
+    return 0;
+oom:
+    brig_egress_conf_free(c);
+    return brig_error_set(err, ENOMEM, "egress allow-list");
+}

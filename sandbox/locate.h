@@ -1,0 +1,17 @@
+/* The sandbox's helper programs (brig-init, brig-egress) and files found
+ * as an installed brig, a build tree and a test run each want them. */
+#ifndef BRIG_SANDBOX_LOCATE_H
+#define BRIG_SANDBOX_LOCATE_H
+
+#include "base/error.h"
+
+/* A file next to the running program (a build tree), or NULL. */
+char *brig_sandbox_beside_self(const char *name);
+
+/* The program `name`: $ENV when set, else `installed` (NULL: none) when
+ * it is there, else the one beside the running program; an error names
+ * the variable. *out is owned. */
+int brig_sandbox_locate(const char *name, const char *env, const char *installed, char **out,
+                        brig_error_t *err);
+
+#endif
