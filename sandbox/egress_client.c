@@ -21,7 +21,7 @@
 #include "sandbox/locate.h"
 
 #define CALL_TIMEOUT_S 10
-#define START_WAIT_MS 5000
+#define START_WAIT_MS 30000 /* a slow machine (the test VM) starts it in seconds */
 
 const char *brig_egress_dir(void)
 {
@@ -45,6 +45,25 @@ bool brig_egress_configured(void)
             return true;
     }
     return false;
+}
+
+int brig_egress_check_conf(brig_error_t *err)
+{
+    const char *env = getenv("BRIG_EGRESS_CONFIG");
+    const char *path = env && *env ? env : BRIG_EGRESS_CONF;
+    cleanup_free char *text = NULL;
+    size_t len;
+    if (brig_read_file(path, &text, &len, err) < 0) {
+        if ((*err)->errnum != ENOENT)
+            return brig_error_wrap(err, "egress allow-list");
+        brig_error_release(err);
+        return 0;
+    }
+    struct brig_egress_conf c;
+    if (brig_egress_conf_parse(text, path, &c, err) < 0)
+        return -1;
+    brig_egress_conf_free(&c);
+    return 0;
 }
 
 void brig_egress_key(const char *state_dir, char key[BRIG_EGRESS_KEY_LEN + 1])

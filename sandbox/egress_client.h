@@ -36,6 +36,11 @@ bool brig_egress_configured(void);
 /* The registry key of a state dir (a path), NUL-terminated. */
 void brig_egress_key(const char *state_dir, char key[BRIG_EGRESS_KEY_LEN + 1]);
 
+/* The allow-list file, when there is one, parsed: a sandbox on the
+ * packages network is not created with one the proxy would refuse (the
+ * error names its line). */
+int brig_egress_check_conf(brig_error_t *err);
+
 /* One request to the running proxy; 0 when it answered "ok", -1 with its
  * "error: ..." or why it could not be asked (errnum ECONNREFUSED or
  * ENOENT: no proxy running). */

@@ -132,6 +132,9 @@ static int resolve_settings(const struct brig_create_options *o, struct brig_pro
             s->rootfs, BRIG_SANDBOX_JEMALLOC);
     if (s->init_config && access(s->init_config, R_OK) != 0)
         return brig_error_set(err, errno, "services file `%s`", s->init_config);
+    if (s->network && strcmp(s->network, BRIG_NETWORK_PACKAGES) == 0
+        && brig_egress_check_conf(err) < 0)
+        return -1;
     /* Where both have one, TLS through the proxy trusts what the host does. */
     cleanup_free char *tree_ca = NULL;
     if (asprintf(&tree_ca, "%s%s", s->rootfs, BRIG_SANDBOX_CA_BUNDLE) < 0)

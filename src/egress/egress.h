@@ -19,7 +19,7 @@
 
 #define EGRESS_BUF 65536
 
-enum ep_kind { EP_CONTROL, EP_LISTEN, EP_CLIENT, EP_UPSTREAM, EP_TIMER, EP_RESOLVED };
+enum ep_kind { EP_CONTROL, EP_LISTEN, EP_CLIENT, EP_UPSTREAM, EP_TIMER, EP_RESOLVED, EP_NPM };
 
 /* What an epoll event points at. */
 struct ep {
@@ -85,6 +85,12 @@ struct proxy {
     struct conn *dead_conns;
     struct sandbox *dead_sandboxes;
     unsigned ticks;
+    /* npm's registry, asked of npm after the start (sources.c) */
+    struct ep npm_tag;
+    int npm_fd;
+    pid_t npm_pid;
+    char npm_out[1024];
+    size_t npm_len;
 };
 
 /* sandboxes.c: the registry and the listeners */
@@ -112,6 +118,8 @@ void egress_resolve_cancel(struct conn *c);
 int egress_load_conf(const char *path, struct brig_egress_conf *c, char *source, size_t size,
                      brig_error_t *err);
 int egress_local_nets(struct brig_egress_net **out, size_t *n);
+int egress_npm_watch(struct proxy *p);
+void egress_npm_done(struct proxy *p);
 
 /* log.c */
 void egress_log(struct proxy *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

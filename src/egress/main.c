@@ -168,6 +168,9 @@ static void dispatch(struct proxy *p, struct ep *tag, unsigned events)
     case EP_RESOLVED:
         egress_resolver_drain(p);
         break;
+    case EP_NPM:
+        egress_npm_done(p);
+        break;
     }
 }
 
@@ -242,6 +245,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < p.conf.n; i++)
         egress_log(&p, "allow %s%s%s:%d", p.conf.rules[i].private_ok ? "(private) " : "",
                    p.conf.rules[i].host, "", p.conf.rules[i].port);
+    if (strncmp(p.conf_source, "the host's", 10) == 0 && egress_npm_watch(&p) < 0)
+        egress_log(&p, "npm's registry: not asked: %s", strerror(errno));
     egress_sandboxes_scan(&p);
     struct epoll_event events[64];
     while (!stop) {

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -55,13 +56,16 @@ static size_t apt_texts(char **texts, size_t max)
     return n;
 }
 
-/* `npm config get registry`, as the host's npm is configured: its output,
- * or NULL where npm is not installed or says nothing in 10 s. */
-static char *npm_registry(void)
+/* `npm config get registry`, as the host's npm is configured, started
+ * and left to run: npm takes a while to start (seconds on a slow
+ * machine), and the proxy answers meanwhile. Its output comes back on
+ * *out_fd (egress_npm_done); -1 where npm can't be run. */
+static pid_t npm_start(int *out_fd)
 {
     int fds[2];
-    if (pipe2(fds, O_CLOEXEC) < 0)
-        return NULL;
+    *out_fd = -1;
+    if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) < 0)
+        return -1;
     pid_t pid = fork();
     if (pid == 0) {
         dup2(fds[1], 1);
@@ -72,22 +76,43 @@ static char *npm_registry(void)
         _exit(127);
     }
     close(fds[1]);
-    char buf[1024];
-    size_t used = 0;
-    struct pollfd pfd = { fds[0], POLLIN, 0 };
-    while (pid > 0 && used < sizeof buf - 1 && poll(&pfd, 1, 10000) > 0) {
-        ssize_t n = read(fds[0], buf + used, sizeof buf - 1 - used);
-        if (n <= 0)
-            break;
-        used += (size_t) n;
+    if (pid < 0) {
+        close(fds[0]);
+        return -1;
     }
-    close(fds[0]);
-    if (pid > 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-    }
-    buf[used] = '\0';
-    return used ? strdup(buf) : NULL;
+    *out_fd = fds[0];
+    return pid;
+}
+
+void egress_npm_done(struct proxy *p)
+{
+    ssize_t n;
+    while ((n = read(p->npm_fd, p->npm_out + p->npm_len, sizeof p->npm_out - 1 - p->npm_len)) > 0)
+        p->npm_len += (size_t) n;
+    if (n < 0 && errno == EAGAIN && p->npm_len < sizeof p->npm_out - 1)
+        return;
+    epoll_ctl(p->epfd, EPOLL_CTL_DEL, p->npm_fd, NULL);
+    close(p->npm_fd);
+    p->npm_fd = -1;
+    waitpid(p->npm_pid, NULL, 0);
+    p->npm_out[p->npm_len] = '\0';
+    char *nl = strchr(p->npm_out, '\n');
+    if (nl)
+        *nl = '\0';
+    size_t before = p->conf.n;
+    if (p->npm_out[0] && brig_egress_conf_add_url(&p->conf, p->npm_out) == 0 && p->conf.n > before)
+        egress_log(p, "allow %s:%d (npm's registry)", p->conf.rules[before].host,
+                   p->conf.rules[before].port);
+}
+
+int egress_npm_watch(struct proxy *p)
+{
+    p->npm_pid = npm_start(&p->npm_fd);
+    if (p->npm_pid < 0)
+        return 0;
+    p->npm_tag = (struct ep){ EP_NPM, NULL };
+    struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &p->npm_tag };
+    return epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->npm_fd, &ev);
 }
 
 /* pip's index: $PIP_INDEX_URL and $PIP_EXTRA_INDEX_URL, and its
@@ -134,15 +159,13 @@ int egress_load_conf(const char *path, struct brig_egress_conf *c, char *source,
     brig_error_release(err);
     char *apt[SOURCES_MAX];
     size_t n_apt = apt_texts(apt, SOURCES_MAX);
-    cleanup_free char *npm = npm_registry();
     cleanup_free char *pip = pip_texts();
-    cleanup_free char *npm_line = NULL;
-    if (npm && asprintf(&npm_line, "registry=%s", npm) < 0)
-        npm_line = NULL;
-    int r = brig_egress_conf_from_sources((const char *const *) apt, n_apt, npm_line, pip, c, err);
+    /* npm's registry comes later (egress_npm_watch). */
+    int r = brig_egress_conf_from_sources((const char *const *) apt, n_apt, NULL, pip, c, err);
     for (size_t i = 0; i < n_apt; i++)
         free(apt[i]);
-    snprintf(source, size, "the host's package sources (apt, npm, pip; no %s)", path);
+    snprintf(source, size,
+             "the host's package sources (apt, pip, and npm's once it answers; no %s)", path);
     return r;
 }
 
