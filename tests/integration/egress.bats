@@ -210,7 +210,7 @@ s = socket.create_connection(("127.0.0.1", 3128), timeout=30)
 s.sendall(b"GET http://x/ HTTP/1.1\r\n" + b"X-Pad: " + b"a" * 20000)
 print(s.recv(4096).decode().split("\r\n")[0])'
 	[ "$output" = "HTTP/1.1 431 Request Header Fields Too Large" ]
-	printf 'allow deb.debian.org\nallow bad host name!\n' >"$BATS_TEST_TMPDIR/bad.conf"
+	printf 'allow mirror.example.org\nallow bad host name!\n' >"$BATS_TEST_TMPDIR/bad.conf"
 	BRIG_EGRESS_CONFIG=$BATS_TEST_TMPDIR/bad.conf run --separate-stderr \
 		"$BRIG" --root "$SB_ROOT" sandbox create --network packages bad1
 	assert_one_line_error "bad.conf: line 2"

@@ -17,8 +17,8 @@ static void test_conf(void)
     struct brig_egress_conf c;
     brig_error_t err = NULL;
     const char *text = "# the sources\n"
-                       "allow deb.debian.org\n"
-                       "allow *.npmjs.org   # a comment after\n"
+                       "allow deb.mirror.example\n"
+                       "allow *.registry.example   # a comment after\n"
                        "allow Mirror.Example:8080\n"
                        "allow-private 127.0.0.1:8000\n"
                        "allow-private [::1]:9000\n"
@@ -29,15 +29,17 @@ static void test_conf(void)
     CHECK(c.n == 5 && c.max_connections == 12 && c.idle_timeout == 7
               && c.connect_timeout == BRIG_EGRESS_CONNECT_TIMEOUT,
           "conf: rules and limits");
-    CHECK(brig_egress_match(&c, "deb.debian.org", 80, false) != NULL, "match: plain HTTP on 80");
-    CHECK(brig_egress_match(&c, "deb.debian.org", 443, true) != NULL, "match: CONNECT on 443");
-    CHECK(brig_egress_match(&c, "deb.debian.org", 22, true) == NULL, "match: CONNECT elsewhere");
-    CHECK(brig_egress_match(&c, "deb.debian.org", 443, false) == NULL,
+    CHECK(brig_egress_match(&c, "deb.mirror.example", 80, false) != NULL,
+          "match: plain HTTP on 80");
+    CHECK(brig_egress_match(&c, "deb.mirror.example", 443, true) != NULL, "match: CONNECT on 443");
+    CHECK(brig_egress_match(&c, "deb.mirror.example", 22, true) == NULL,
+          "match: CONNECT elsewhere");
+    CHECK(brig_egress_match(&c, "deb.mirror.example", 443, false) == NULL,
           "match: plain HTTP on 443 is not the rule's");
-    CHECK(brig_egress_match(&c, "registry.npmjs.org", 443, true) != NULL, "match: *.suffix");
-    CHECK(brig_egress_match(&c, "npmjs.org", 443, true) == NULL,
+    CHECK(brig_egress_match(&c, "npm.registry.example", 443, true) != NULL, "match: *.suffix");
+    CHECK(brig_egress_match(&c, "registry.example", 443, true) == NULL,
           "match: *.suffix is not the suffix itself");
-    CHECK(brig_egress_match(&c, "evilnpmjs.org", 443, true) == NULL,
+    CHECK(brig_egress_match(&c, "evilregistry.example", 443, true) == NULL,
           "match: *.suffix needs the dot");
     CHECK(brig_egress_match(&c, "mirror.example", 8080, false) != NULL
               && brig_egress_match(&c, "mirror.example", 80, false) == NULL,
@@ -118,23 +120,23 @@ static const char *parse(const char *head, char **origin)
 
 static void test_requests(void)
 {
-    CHECK_STR(parse("CONNECT Registry.NPMjs.org:443 HTTP/1.1\r\nHost: x\r\n\r\n", NULL),
-              "CONNECT registry.npmjs.org 443", "request: CONNECT, lower-cased");
+    CHECK_STR(parse("CONNECT NPM.Registry.Example:443 HTTP/1.1\r\nHost: x\r\n\r\n", NULL),
+              "CONNECT npm.registry.example 443", "request: CONNECT, lower-cased");
     CHECK_STR(parse("CONNECT [::1]:22 HTTP/1.1\r\n\r\n", NULL), "CONNECT ::1 22 literal",
               "request: CONNECT to an IPv6 literal");
     CHECK_STR(parse("CONNECT 2130706433:22 HTTP/1.1\r\n\r\n", NULL),
               "CONNECT 2130706433 22 literal", "request: a numeric host is a literal");
-    CHECK_STR(parse("CONNECT deb.debian.org.:443 HTTP/1.1\r\n\r\n", NULL),
-              "CONNECT deb.debian.org 443", "request: a trailing dot matched without");
-    CHECK_STR(parse("CONNECT deb.debian.org:443 HTTP/1.1\r\n", NULL), "incomplete",
+    CHECK_STR(parse("CONNECT deb.mirror.example.:443 HTTP/1.1\r\n\r\n", NULL),
+              "CONNECT deb.mirror.example 443", "request: a trailing dot matched without");
+    CHECK_STR(parse("CONNECT deb.mirror.example:443 HTTP/1.1\r\n", NULL), "incomplete",
               "request: head not ended yet");
     char *origin = NULL;
-    CHECK_STR(parse("GET http://deb.debian.org/debian/x?y=1 HTTP/1.1\r\nHost: evil\r\n"
+    CHECK_STR(parse("GET http://deb.mirror.example/debian/x?y=1 HTTP/1.1\r\nHost: evil\r\n"
                     "Proxy-Connection: keep-alive\r\nAccept: */*\r\n\r\n",
                     &origin),
-              "HTTP deb.debian.org 80", "request: absolute-URI GET");
+              "HTTP deb.mirror.example 80", "request: absolute-URI GET");
     CHECK_STR(origin,
-              "GET /debian/x?y=1 HTTP/1.1\r\nAccept: */*\r\nHost: deb.debian.org\r\n"
+              "GET /debian/x?y=1 HTTP/1.1\r\nAccept: */*\r\nHost: deb.mirror.example\r\n"
               "Connection: close\r\n\r\n",
               "request: rewritten for the origin, its own Host, no hop headers");
     free(origin);
