@@ -6,6 +6,8 @@
 # run; BENCH_VM_ITERATIONS (30) and BENCH_VM_CONCURRENT (100) the VM run, where
 # each process costs tens of times more. BENCH_VM=0 skips the VM. Then the
 # containerd shims in the VM (shim-memory.sh; BENCH_SHIM=0 skips them).
+# The egress proxy's throughput and tunnel latency run on the host
+# (egress.sh, egress.json; BENCH_EGRESS=0 skips them).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -17,6 +19,12 @@ out=$(cd "$out" && pwd)
 export BRIG BENCH_BIN top_srcdir="$top"
 
 BENCH_LABEL=host bash "$here/run.sh" "$out/host.json"
+# The packages-only network, on the host (the VM has no network):
+# tests/bench/egress.sh. BENCH_EGRESS=0 skips it.
+if [ "${BENCH_EGRESS:-1}" != 0 ]; then
+	echo
+	bash "$here/egress.sh" "$out/egress.json"
+fi
 [ "${BENCH_VM:-1}" = 0 ] && exit 0
 echo
 # The results directory is shared with the VM, and so is the source tree.
