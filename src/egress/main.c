@@ -256,5 +256,16 @@ int main(int argc, char **argv)
         egress_reap(&p);
     }
     egress_log(&p, "stopped by signal");
+    /* Everything let go (the registry stays: the next proxy listens in the
+     * same sandboxes). */
+    while (p.conns)
+        egress_conn_close(&p, p.conns, "closed", "the proxy stopped");
+    while (p.sandboxes)
+        egress_sandbox_del(&p, p.sandboxes->key);
+    egress_reap(&p);
+    brig_egress_conf_free(&p.conf);
+    free(p.local);
+    if (p.log != stderr)
+        fclose(p.log);
     return 0;
 }
