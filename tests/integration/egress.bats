@@ -164,6 +164,26 @@ print(s.recv(4096).decode("latin-1").split("\r\n")[0])
 	grep -E "sandbox=e1 host=$(url_host "$NPM_REGISTRY") port=443 verdict=allowed up=[1-9][0-9]* down=[1-9][0-9]* ms=[0-9]+" "$BRIG_EGRESS_LOG"
 }
 
+@test "egress: npm install of a small package into /mnt/data, with the host's npm in the tree" {
+	command -v npm >/dev/null || fail "this host has no npm to lend the sandbox"
+	# The small tree has no Node.js: the host's node and npm laid over it
+	# (an overlay, which can't be id-mapped: --userns host).
+	local t=$BATS_TEST_TMPDIR/npmtree npm_dir
+	npm_dir=$(dirname "$(dirname "$(readlink -f "$(command -v npm)")")")
+	mkdir -p "$t/upper/usr/bin" "$t/upper/usr/lib/node_modules" "$t/tree"
+	cp "$(command -v node)" "$t/upper/usr/bin/node"
+	cp -a "$npm_dir" "$t/upper/usr/lib/node_modules/npm"
+	ln -s ../lib/node_modules/npm/bin/npm-cli.js "$t/upper/usr/bin/npm"
+	mount -t overlay overlay -o "ro,lowerdir=$t/upper:$ROOTFS_TREE" "$t/tree"
+	run sb create --userns host --network packages --rootfs "$t/tree" --memory 512M --data-size 64M npm1
+	[ "$status" -eq 0 ] || { umount "$t/tree"; fail "$output"; }
+	run sb exec npm1 -- sh -c 'npm install --no-audit --no-fund --prefix /mnt/data is-number >/dev/null 2>&1; node -e "console.log(require(\"/mnt/data/node_modules/is-number\")(5))"'
+	sb rm npm1
+	umount "$t/tree"
+	[ "$output" = true ]
+	grep -q "host=$(url_host "$NPM_REGISTRY") port=443 verdict=allowed" "$BRIG_EGRESS_LOG"
+}
+
 @test "egress: refused: other hosts, loopback, metadata, IP literals, private names, direct connects" {
 	run fetch e1 "http://example.com/"
 	[ "$output" = "403 brig: host or port not on the allow-list" ]
