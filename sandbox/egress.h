@@ -33,6 +33,11 @@ struct brig_egress_rule {
     char *host;      /* lower case: a name, "*.suffix", an IPv4 literal or an IPv6 one */
     int port;        /* 0: 443 for CONNECT, 80 for plain HTTP */
     bool private_ok; /* allow-private: may be, or resolve to, a non-public address */
+    /* A package source's rule lets through only its scheme's way: plain
+     * HTTP for http://, CONNECT for https:// (a CONNECT to an http://
+     * source's port 80 would be a raw tunnel to a shared front end, past
+     * the Host the proxy writes). A rule of egress.conf lets both. */
+    bool http_only, connect_only;
 };
 
 struct brig_egress_conf {
@@ -95,8 +100,10 @@ struct brig_egress_request {
 };
 
 /* Parses the head at buf: 1 when complete (r filled), 0 when it needs more
- * bytes, -1 when it must be refused: *status (400, 405, 414, 431) and
- * *reason (a static one-line text) say why. */
+ * bytes, -1 when it must be refused: *status (400, 405, 431) and *reason
+ * (a static one-line text) say why. Plain HTTP is a GET or HEAD without a
+ * body, its path visible characters only: the proxy passes on that one
+ * request and nothing after it. */
 int brig_egress_request_parse(const char *buf, size_t len, struct brig_egress_request *r,
                               int *status, const char **reason);
 void brig_egress_request_clear(struct brig_egress_request *r);

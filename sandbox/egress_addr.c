@@ -66,19 +66,35 @@ static bool v4_public(uint32_t a, const struct brig_egress_net *local, size_t n_
     return !on_local(AF_INET, bytes, local, n_local);
 }
 
+static bool v4_at(const unsigned char *a, const struct brig_egress_net *local, size_t n_local)
+{
+    uint32_t v4;
+    memcpy(&v4, a, 4);
+    return v4_public(ntohl(v4), local, n_local);
+}
+
 static bool v6_public(const unsigned char *a, const struct brig_egress_net *local, size_t n_local)
 {
-    static const unsigned char zero[16] = { 0 };
-    /* ::ffff:a.b.c.d and the NAT64 prefix 64:ff9b::/96 carry an IPv4
-     * address: judged as that. */
+    static const unsigned char zero[12] = { 0 };
     static const unsigned char mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+    static const unsigned char translated[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0 };
     static const unsigned char nat64[12] = { 0, 0x64, 0xff, 0x9b };
-    if (memcmp(a, mapped, 12) == 0 || memcmp(a, nat64, 12) == 0) {
-        uint32_t v4;
-        memcpy(&v4, a + 12, 4);
-        return v4_public(ntohl(v4), local, n_local);
-    }
-    if (memcmp(a, zero, 15) == 0) /* :: and ::1 */
+    static const unsigned char nat64_local[6] = { 0, 0x64, 0xff, 0x9b, 0, 1 };
+    /* Forms that carry an IPv4 address are judged as that: mapped
+     * (::ffff:0:0/96), NAT64 (64:ff9b::/96, and the local 64:ff9b:1::/48:
+     * its last 32 bits), 6to4 (2002::/16: bits 16-47). */
+    if (memcmp(a, mapped, 12) == 0 || memcmp(a, nat64, 12) == 0 || memcmp(a, nat64_local, 6) == 0)
+        return v4_at(a + 12, local, n_local);
+    if (a[0] == 0x20 && a[1] == 0x02)
+        return v4_at(a + 2, local, n_local);
+    /* ::/96 (:: and ::1 among them, and the old IPv4-compatible form),
+     * ::ffff:0:0:0/96 (IPv4-translated), Teredo (2001::/32), the discard
+     * prefix 100::/64: none is an internet host a package comes from. */
+    if (memcmp(a, zero, 12) == 0 || memcmp(a, translated, 12) == 0)
+        return false;
+    if (a[0] == 0x20 && a[1] == 0x01 && a[2] == 0 && a[3] == 0)
+        return false;
+    if (a[0] == 0x01 && a[1] == 0 && memcmp(a + 2, zero, 6) == 0)
         return false;
     if ((a[0] & 0xfe) == 0xfc) /* fc00::/7, unique local */
         return false;

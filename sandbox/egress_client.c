@@ -206,6 +206,16 @@ int brig_egress_register(const char *state_dir, pid_t pid, brig_error_t *err)
     return 0;
 }
 
+int brig_egress_relisten(const char *state_dir, brig_error_t *err)
+{
+    char key[BRIG_EGRESS_KEY_LEN + 1], request[64];
+    brig_egress_key(state_dir, key);
+    snprintf(request, sizeof request, "add %s", key);
+    if (brig_egress_ensure(err) < 0 || brig_egress_call(request, err) < 0)
+        return -1;
+    return 0;
+}
+
 int brig_egress_unregister(const char *state_dir, brig_error_t *err)
 {
     char key[BRIG_EGRESS_KEY_LEN + 1], request[64], path[4096];

@@ -55,6 +55,11 @@ int brig_egress_ensure(brig_error_t *err);
  * proxy listening in its network namespace before this returns. */
 int brig_egress_register(const char *state_dir, pid_t pid, brig_error_t *err);
 
+/* The proxy running and listening in the sandbox of `state_dir`, which
+ * is registered already (an exec: a proxy started again, or one that
+ * could not listen there at its start, does it now, or says why). */
+int brig_egress_relisten(const char *state_dir, brig_error_t *err);
+
 /* Its registration removed and its listener closed (when the proxy runs:
  * a stopped proxy finds it gone at its next start). */
 int brig_egress_unregister(const char *state_dir, brig_error_t *err);

@@ -196,6 +196,8 @@ const struct brig_egress_rule *brig_egress_match(const struct brig_egress_conf *
     for (size_t i = 0; i < c->n; i++) {
         const struct brig_egress_rule *r = &c->rules[i];
         int want = r->port ? r->port : (connect ? 443 : 80);
+        if ((connect && r->http_only) || (!connect && r->connect_only))
+            continue;
         if (port == want && host_matches(r->host, host))
             return r;
     }
@@ -238,8 +240,11 @@ int brig_egress_conf_add_url(struct brig_egress_conf *c, const char *url)
      * (http) asks for anyway. */
     if (rule.port == 0)
         rule.port = scheme_port;
+    rule.http_only = scheme_port == 80;
+    rule.connect_only = scheme_port == 443;
     for (size_t i = 0; i < c->n; i++)
-        if (strcmp(c->rules[i].host, rule.host) == 0 && c->rules[i].port == rule.port) {
+        if (strcmp(c->rules[i].host, rule.host) == 0 && c->rules[i].port == rule.port
+            && c->rules[i].http_only == rule.http_only) {
             free(rule.host);
             return 0;
         }

@@ -145,6 +145,27 @@ static int rewrite(const char *method, size_t mlen, const char *path, size_t ple
     return 0;
 }
 
+/* Whether a header announces a body (Content-Length but 0,
+ * Transfer-Encoding). */
+static bool has_body_header(const char *h, const char *end)
+{
+    for (const char *line = h; line < end;) {
+        const char *eol = strstr(line, "\r\n");
+        size_t n = (size_t) (eol - line);
+        if (n >= 18 && strncasecmp(line, "transfer-encoding:", 18) == 0)
+            return true;
+        if (n >= 15 && strncasecmp(line, "content-length:", 15) == 0) {
+            const char *v = line + 15;
+            while (v < eol && (*v == ' ' || *v == '\t'))
+                v++;
+            if (eol - v != 1 || *v != '0')
+                return true;
+        }
+        line = eol + 2;
+    }
+    return false;
+}
+
 /* Each header line `name: value`, the name a token; no obs-fold. */
 static bool headers_valid(const char *h, const char *end)
 {
@@ -206,6 +227,17 @@ int brig_egress_request_parse(const char *buf, size_t len, struct brig_egress_re
         return refuse(status, reason, 400, "malformed host in URI");
     const char *path = auth + alen;
     size_t plen = (size_t) (sp2 - path);
+    /* One request and no body: a GET or HEAD, passed on alone (what
+     * follows its head is never relayed), so nothing can ride along to
+     * the origin under another Host; its path of visible characters only. */
+    if (!((mlen == 3 && strncmp(buf, "GET", 3) == 0)
+          || (mlen == 4 && strncmp(buf, "HEAD", 4) == 0)))
+        return refuse(status, reason, 405, "only GET and HEAD go as plain HTTP (use CONNECT)");
+    for (size_t i = 0; i < plen; i++)
+        if (path[i] < 0x21 || path[i] > 0x7e)
+            return refuse(status, reason, 400, "malformed URI");
+    if (has_body_header(headers, hend))
+        return refuse(status, reason, 400, "a plain HTTP request can't have a body");
     if (plen == 0 || path[0] != '/') {
         if (plen && path[0] != '?')
             return refuse(status, reason, 400, "malformed URI");

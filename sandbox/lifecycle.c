@@ -284,6 +284,18 @@ static int sandbox_load_spec(int dir_fd, struct brig_spec *spec, brig_error_t *e
     return r < 0 ? -1 : 0;
 }
 
+/* The state dir's path, as the proxy's registry names a sandbox. */
+static int state_dir_of(int dir_fd, char *out, size_t size, brig_error_t *err)
+{
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", dir_fd);
+    ssize_t n = readlink(link, out, size - 1);
+    if (n <= 0)
+        return brig_error_set(err, errno, "state dir");
+    out[n] = '\0';
+    return 0;
+}
+
 static bool on_packages(const struct brig_profile_settings *s)
 {
     return s->network && strcmp(s->network, BRIG_NETWORK_PACKAGES) == 0;
@@ -300,27 +312,17 @@ static int sandbox_exec_process(int dir_fd, const struct brig_spec *spec, struct
         r = brig_error_set(err, 0, "the sandbox's config has no process");
     else if (r > 0)
         r = brig_profile_impose_exec(p, spec->process, &s, err);
-    /* A proxy that died since is started again: the sandboxes it served
-     * are listened in once more before this exec runs. */
-    if (r >= 0 && on_packages(&s) && brig_egress_ensure(err) < 0)
+    /* A proxy that died since is started again, and listens in this
+     * sandbox (and every other it served) before this exec runs. */
+    char dir[PATH_MAX];
+    if (r >= 0 && on_packages(&s)
+        && (state_dir_of(dir_fd, dir, sizeof dir, err) < 0 || brig_egress_relisten(dir, err) < 0))
         r = -1;
     brig_profile_settings_clear(&s);
     return r < 0 ? -1 : 0;
 }
 
 static bool is_dir_of(int dir_fd, const char *path);
-
-/* The state dir's path, as the proxy's registry names a sandbox. */
-static int state_dir_of(int dir_fd, char *out, size_t size, brig_error_t *err)
-{
-    char link[64];
-    snprintf(link, sizeof link, "/proc/self/fd/%d", dir_fd);
-    ssize_t n = readlink(link, out, size - 1);
-    if (n <= 0)
-        return brig_error_set(err, errno, "state dir");
-    out[n] = '\0';
-    return 0;
-}
 
 /* The packages-only network: the proxy listening in the sandbox's network
  * namespace before anyone hears of the sandbox. */

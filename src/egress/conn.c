@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -18,6 +19,8 @@
 
 #include "egress.h"
 
+#define CONNECT_ATTEMPT_S 3
+
 static const char *status_text(int status)
 {
     switch (status) {
@@ -27,6 +30,8 @@ static const char *status_text(int status)
         return "Forbidden";
     case 429:
         return "Too Many Requests";
+    case 405:
+        return "Method Not Allowed";
     case 431:
         return "Request Header Fields Too Large";
     case 502:
@@ -126,6 +131,19 @@ void egress_accept(struct proxy *p, struct sandbox *sb)
 {
     for (;;) {
         int fd = accept4(sb->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE) && p->reserve_fd >= 0) {
+            /* Out of fds: the waiting connection is taken with the fd kept
+             * for this and closed at once (refused, not left to make the
+             * listener ready again and again). */
+            close(p->reserve_fd);
+            fd = accept4(sb->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+            if (fd >= 0)
+                close(fd);
+            p->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+            egress_log(p, "sandbox=%s verdict=error-fds reason=\"out of file descriptors\"",
+                       sb->id);
+            continue;
+        }
         if (fd < 0)
             return;
         struct conn *c = calloc(1, sizeof *c);
@@ -175,6 +193,7 @@ static void connect_next(struct proxy *p, struct conn *c)
         c->ufd = fd;
         c->next_ai = a->ai_next;
         c->st = C_CONNECT;
+        c->attempt = egress_now();
         watch(p, fd, &c->utag, EPOLLOUT, true);
         return;
     }
@@ -295,26 +314,29 @@ static void start_relay(struct proxy *p, struct conn *c)
         queue(&c->down, established, sizeof established - 1);
     else if (r->origin_len <= EGRESS_BUF)
         queue(&c->up, r->origin, r->origin_len);
-    /* What the sandbox sent after its head (a TLS hello, a body) follows. */
+    /* What the sandbox sent after a CONNECT's head (a TLS hello) follows;
+     * after a plain request, nothing does. */
     size_t extra = c->head_len - r->head_len;
-    if (extra > EGRESS_BUF - c->up.len) {
-        refuse(p, c, 400, "too much data after the request head");
-        return;
-    }
-    queue(&c->up, c->head + r->head_len, extra);
+    c->one_request = r->kind == BRIG_EGRESS_HTTP;
+    if (!c->one_request)
+        queue(&c->up, c->head + r->head_len, extra);
     c->st = C_RELAY;
     watch(p, c->cfd, &c->ctag, 0, true);
     egress_conn_event(p, c, true, 0);
 }
 
-/* Moves what can move from `from` through b to `to`; false on an error. */
-static bool pump(int from, struct buf *b, int to, bool *from_eof, unsigned long long *count)
+/* Moves what can move from `from` through b to `to` (from < 0: only
+ * what b holds); *moved grows by the bytes read or written. False on an
+ * error. */
+static bool pump(int from, struct buf *b, int to, bool *from_eof, unsigned long long *count,
+                 bool *moved)
 {
     for (;;) {
         if (b->len) {
             ssize_t w = write(to, b->data + b->off, b->len);
             if (w < 0)
                 return errno == EAGAIN || errno == EINTR;
+            *moved = *moved || w > 0;
             b->off += (size_t) w;
             b->len -= (size_t) w;
             *count += (unsigned long long) w;
@@ -329,8 +351,81 @@ static bool pump(int from, struct buf *b, int to, bool *from_eof, unsigned long 
             *from_eof = true;
         if (r <= 0)
             return r == 0 || errno == EAGAIN || errno == EINTR;
+        *moved = true;
         b->len = (size_t) r;
     }
+}
+
+/* One end's place in the loop. An end that hung up can't be written to
+ * any more, and reports its hang-up at every wait: it is watched only
+ * while there is something to read from it and room for it, and parked
+ * (out of the loop) otherwise. */
+static void place(struct proxy *p, int fd, struct ep *tag, bool hup, bool *parked, bool want_in,
+                  bool want_out)
+{
+    if (!hup) {
+        watch(p, fd, tag, (want_in ? EPOLLIN : 0) | (want_out ? EPOLLOUT : 0), false);
+    } else if (!want_in) {
+        if (!*parked)
+            epoll_ctl(p->epfd, EPOLL_CTL_DEL, fd, NULL);
+        *parked = true;
+    } else {
+        watch(p, fd, tag, EPOLLIN, *parked);
+        *parked = false;
+    }
+}
+
+static void relay(struct proxy *p, struct conn *c, bool client_side, unsigned events)
+{
+    if (events & EPOLLERR) {
+        egress_conn_close(p, c, "allowed",
+                          client_side ? "the sandbox's end failed"
+                                      : "the destination's end failed");
+        return;
+    }
+    if (events & EPOLLHUP) {
+        /* Nothing more can be written to that end. */
+        if (client_side)
+            c->c_hup = true, c->down.len = 0;
+        else
+            c->u_hup = true, c->up.len = 0;
+    }
+    bool moved = false;
+    /* Plain HTTP: the one request went with the head; nothing more is
+     * read from the sandbox (its end counts as done, the origin's is not
+     * shut). */
+    int up_from = c->one_request ? -1 : c->cfd;
+    /* An end that hung up gets nothing more: its direction is skipped. */
+    bool up_ok = c->u_hup || pump(up_from, &c->up, c->ufd, &c->c_eof, &c->bytes_up, &moved);
+    bool down_ok = c->c_hup || pump(c->ufd, &c->down, c->cfd, &c->u_eof, &c->bytes_down, &moved);
+    if (!up_ok || !down_ok) {
+        egress_conn_close(p, c, "allowed", strerror(errno));
+        return;
+    }
+    if (moved)
+        c->last = egress_now();
+    bool up_done = (c->c_eof || c->one_request) && c->up.len == 0;
+    bool down_done = c->u_eof && c->down.len == 0;
+    /* A side that is done writing is told so once its data is through. */
+    if (c->c_eof && !c->one_request && c->up.len == 0 && !c->u_hup && !c->u_shut) {
+        shutdown(c->ufd, SHUT_WR);
+        c->u_shut = true;
+    }
+    if (down_done && !c->c_hup && !c->c_shut) {
+        shutdown(c->cfd, SHUT_WR);
+        c->c_shut = true;
+    }
+    /* Done: both ways through; or the sandbox's end gone once what it
+     * sent is through; or the destination's gone once what it sent is. */
+    if ((up_done && down_done) || (c->c_hup && (c->u_hup || up_done))
+        || (c->u_hup && (c->c_hup || down_done))) {
+        egress_conn_close(p, c, "allowed", NULL);
+        return;
+    }
+    place(p, c->cfd, &c->ctag, c->c_hup, &c->c_parked,
+          !c->c_eof && !c->one_request && c->up.len == 0, c->down.len > 0);
+    place(p, c->ufd, &c->utag, c->u_hup, &c->u_parked, !c->u_eof && c->down.len == 0,
+          c->up.len > 0);
 }
 
 void egress_conn_event(struct proxy *p, struct conn *c, bool client_side, unsigned events)
@@ -338,7 +433,10 @@ void egress_conn_event(struct proxy *p, struct conn *c, bool client_side, unsign
     if (c->dead)
         return;
     if (c->st == C_HEAD) {
-        read_head(p, c);
+        if (events & EPOLLERR)
+            egress_conn_close(p, c, "closed", "the sandbox's end failed");
+        else
+            read_head(p, c);
         return;
     }
     if (c->st == C_CONNECT) {
@@ -346,43 +444,8 @@ void egress_conn_event(struct proxy *p, struct conn *c, bool client_side, unsign
             connected(p, c);
         return;
     }
-    if (c->st != C_RELAY)
-        return;
-    /* A hung-up sandbox end takes nothing more; a hung-up destination is
-     * read to its end and then left out of the loop, so that neither
-     * reports its hang-up again and again while the other drains. */
-    if ((events & (EPOLLHUP | EPOLLERR)) && client_side) {
-        egress_conn_close(p, c, "allowed", NULL);
-        return;
-    }
-    bool up_ok = c->u_gone || pump(c->cfd, &c->up, c->ufd, &c->c_eof, &c->bytes_up);
-    bool down_ok = c->u_gone ? pump(-1, &c->down, c->cfd, &c->u_eof, &c->bytes_down)
-                             : pump(c->ufd, &c->down, c->cfd, &c->u_eof, &c->bytes_down);
-    if (!up_ok || !down_ok) {
-        egress_conn_close(p, c, "allowed", strerror(errno));
-        return;
-    }
-    if (!c->u_gone && c->u_eof && (events & (EPOLLHUP | EPOLLERR)) && !client_side) {
-        epoll_ctl(p->epfd, EPOLL_CTL_DEL, c->ufd, NULL);
-        c->u_gone = true;
-        c->c_eof = true;
-        c->up.len = 0;
-    }
-    c->last = egress_now();
-    /* A side that is done writing is told so once its data is through. */
-    if (c->c_eof && c->up.len == 0 && !c->u_gone)
-        shutdown(c->ufd, SHUT_WR);
-    if (c->u_eof && c->down.len == 0)
-        shutdown(c->cfd, SHUT_WR);
-    if (c->c_eof && c->u_eof && c->up.len == 0 && c->down.len == 0) {
-        egress_conn_close(p, c, "allowed", NULL);
-        return;
-    }
-    unsigned cev = (c->c_eof || c->up.len ? 0 : EPOLLIN) | (c->down.len ? EPOLLOUT : 0);
-    unsigned uev = (c->u_eof || c->down.len ? 0 : EPOLLIN) | (c->up.len ? EPOLLOUT : 0);
-    watch(p, c->cfd, &c->ctag, cev, false);
-    if (!c->u_gone)
-        watch(p, c->ufd, &c->utag, uev, false);
+    if (c->st == C_RELAY)
+        relay(p, c, client_side, events);
 }
 
 /* Once a second: connections idle past the limit, and lookups or connects
@@ -398,5 +461,13 @@ void egress_conns_tick(struct proxy *p, time_t now)
             egress_conn_close(p, c, "closed", "no request in time");
         else if ((c->st == C_RESOLVE || c->st == C_CONNECT) && age > p->conf.connect_timeout)
             refuse(p, c, 504, "resolving or connecting took too long");
+        else if (c->st == C_CONNECT && c->next_ai && now - c->attempt >= CONNECT_ATTEMPT_S) {
+            /* An address that drops what we send (a broken IPv6 route)
+             * gets a few seconds; then the next one. */
+            epoll_ctl(p->epfd, EPOLL_CTL_DEL, c->ufd, NULL);
+            close(c->ufd);
+            c->ufd = -1;
+            connect_next(p, c);
+        }
     }
 }

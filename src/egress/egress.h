@@ -61,16 +61,21 @@ struct conn {
     struct addrinfo *ai, *next_ai;
     struct buf up, down; /* up: sandbox to destination */
     bool c_eof, u_eof;
-    bool u_gone; /* the destination hung up, read to its end: out of the loop */
+    bool c_hup, u_hup;       /* hung up: nothing more can be written there */
+    bool c_parked, u_parked; /* hung up, no room to read: out of the loop for now */
+    bool c_shut, u_shut;     /* told that no more comes (shutdown SHUT_WR) */
+    bool one_request;        /* plain HTTP: the request went with the head */
     unsigned long long bytes_up, bytes_down;
     struct timespec started;
     time_t last;
+    time_t attempt; /* when the current address was tried */
     struct conn *prev, *next;
     bool dead; /* closed: freed once the current batch of events is done */
 };
 
 struct proxy {
     int epfd, control_fd, timer_fd, resolved_fd, host_netns;
+    int reserve_fd; /* kept for refusing a connection when out of fds */
     struct ep control_tag, timer_tag, resolved_tag;
     struct brig_egress_conf conf;
     char conf_source[PATH_MAX];

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
@@ -161,8 +162,15 @@ static void dispatch(struct proxy *p, struct ep *tag, unsigned events)
             /* spurious: nothing to do */
         }
         egress_conns_tick(p, egress_now());
-        if (++p->ticks % 5 == 0)
+        if (++p->ticks % 5 == 0) {
             egress_sandboxes_check(p);
+            /* A listener that failed to come back is tried again; an
+             * interface added since is one of the host's networks too. */
+            egress_sandboxes_scan(p);
+            free(p->local);
+            if (egress_local_nets(&p->local, &p->n_local) < 0)
+                egress_log(p, "the host's networks: %s", strerror(errno));
+        }
         break;
     }
     case EP_RESOLVED:
@@ -240,6 +248,13 @@ int main(int argc, char **argv)
         return 1;
     }
     egress_local_nets(&p.local, &p.n_local);
+    /* As many fds as allowed: two a connection. */
+    struct rlimit nofile;
+    if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+        nofile.rlim_cur = nofile.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &nofile);
+    }
+    p.reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     egress_log(&p, "started pid=%d allow-list=%zu rules from %s", getpid(), p.conf.n,
                p.conf_source);
     for (size_t i = 0; i < p.conf.n; i++)

@@ -5,6 +5,7 @@
  * frees when it comes back. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -17,7 +18,8 @@
 #define RESOLVER_THREADS 4
 
 struct resolve_job {
-    struct conn *c; /* NULL: its connection is gone */
+    struct conn *c; /* NULL: its connection is gone (the loop's thread only) */
+    bool cancelled; /* the same, for the workers (under the lock) */
     char host[BRIG_EGRESS_HOST_MAX + 1];
     char port[8];
     int rc;
@@ -41,9 +43,11 @@ static void *worker(void *arg)
         queue_head = j->next;
         if (queue_head == NULL)
             queue_tail = NULL;
+        bool cancelled = j->cancelled;
         pthread_mutex_unlock(&lock);
+        /* A lookup nobody waits for any more is not made. */
         struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
-        j->rc = getaddrinfo(j->host, j->port, &hints, &j->res);
+        j->rc = cancelled ? EAI_CANCELED : getaddrinfo(j->host, j->port, &hints, &j->res);
         /* A pointer is written whole into a pipe (PIPE_BUF). */
         while (write(pipe_w, &j, sizeof j) < 0 && errno == EINTR)
             ;
@@ -90,8 +94,12 @@ int egress_resolve(struct conn *c, const char *host, int port)
 
 void egress_resolve_cancel(struct conn *c)
 {
-    if (c->job)
+    if (c->job) {
         c->job->c = NULL;
+        pthread_mutex_lock(&lock);
+        c->job->cancelled = true;
+        pthread_mutex_unlock(&lock);
+    }
     c->job = NULL;
 }
 

@@ -81,6 +81,8 @@ Server(("127.0.0.1", int(sys.argv[1])), http.server.SimpleHTTPRequestHandler).se
 		allow-private 127.0.0.1:$TEST_PORT
 		# a name that resolves to loopback, listed without allow-private
 		allow localhost:$TEST_PORT
+		# an IP listed without allow-private: still refused
+		allow 127.0.0.1:9
 		max-connections 30
 		idle-timeout 3
 	EOF
@@ -178,10 +180,12 @@ print(s.recv(4096).decode("latin-1").split("\r\n")[0])
 	run sb create --userns host --network packages --rootfs "$t/tree" --memory 512M --data-size 64M npm1
 	[ "$status" -eq 0 ] || { umount "$t/tree"; fail "$output"; }
 	run sb exec npm1 -- sh -c 'npm install --no-audit --no-fund --prefix /mnt/data is-number >/dev/null 2>&1; node -e "console.log(require(\"/mnt/data/node_modules/is-number\")(5))"'
-	sb rm npm1
+	local installed=$output
+	run sb rm npm1
 	umount "$t/tree"
-	[ "$output" = true ]
-	grep -q "host=$(url_host "$NPM_REGISTRY") port=443 verdict=allowed" "$BRIG_EGRESS_LOG"
+	[ "$status" -eq 0 ]
+	[ "$installed" = true ]
+	grep -q "sandbox=npm1 host=$(url_host "$NPM_REGISTRY") port=443 verdict=allowed" "$BRIG_EGRESS_LOG"
 }
 
 @test "egress: refused: other hosts, loopback, metadata, IP literals, private names, direct connects" {
@@ -195,6 +199,8 @@ print(s.recv(4096).decode("latin-1").split("\r\n")[0])
 	[ "$output" = "HTTP/1.1 403 Forbidden" ]
 	run via_proxy e1 'GET http://169.254.169.254/latest/meta-data/ HTTP/1.1\r\n\r\n'
 	[ "$output" = "HTTP/1.1 403 Forbidden" ]
+	run fetch e1 "http://127.0.0.1:9/"
+	[ "$output" = "403 brig: an IP address must be listed with allow-private" ]
 	# Another sandbox's proxy is at the same address in its own namespace:
 	# from here only an IP literal, refused.
 	run via_proxy e1 'CONNECT 127.0.0.1:3128 HTTP/1.1\r\n\r\n'
@@ -332,6 +338,9 @@ print(sum(1 for s in sizes if s == 100000))" >"$BATS_TEST_TMPDIR/c$i.got" 2>&1 &
 	[ "${output%% *}" = 200 ]
 	run fetch h1 "http://example.com/"
 	[ "${output%% *}" = 403 ]
+	# apt's http:// source is plain HTTP only: no tunnel to its port 80.
+	run via_proxy h1 "CONNECT $(url_host "$MIRROR"):80 HTTP/1.1\r\n\r\n"
+	[ "$output" = "HTTP/1.1 403 Forbidden" ]
 	grep -q "from the host's package sources" "$BRIG_EGRESS_LOG"
 	grep -q "allow $(url_host "$MIRROR"):80" "$BRIG_EGRESS_LOG"
 	sb rm h1

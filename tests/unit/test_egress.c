@@ -93,6 +93,10 @@ static void test_sources(void)
     CHECK(brig_egress_match(&c, "pypi.example", 443, true) != NULL, "sources: pip's index");
     CHECK(brig_egress_match(&c, "commented.example", 80, false) == NULL,
           "sources: a commented line is not a source");
+    CHECK(brig_egress_match(&c, "deb.example", 80, true) == NULL,
+          "sources: an http:// source is not a tunnel (CONNECT to its port 80)");
+    CHECK(brig_egress_match(&c, "npm.example", 443, false) == NULL,
+          "sources: an https:// source takes no plain HTTP");
     brig_egress_conf_free(&c);
 }
 
@@ -162,6 +166,11 @@ static void test_requests(void)
         { "CONNECT x:443 HTTP/1.1\r\nno colon here\r\n\r\n", "refused 400" },
         { "CONNECT x y:443 HTTP/1.1\r\n\r\n", "refused 400" },
         { "CONNECT b@d:443 HTTP/1.1\r\n\r\n", "refused 400" },
+        { "POST http://x/ HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc", "refused 405" },
+        { "GET http://x/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", "refused 400" },
+        { "GET http://x/ HTTP/1.1\r\nContent-Length: 5\r\n\r\n", "refused 400" },
+        { "GET http://x/a\x01b HTTP/1.1\r\n\r\n", "refused 400" },
+        { "GET http://x/a\nHost:evil\t HTTP/1.1\r\n\r\n", "refused 400" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char name[64];
@@ -208,12 +217,25 @@ static void test_addresses(void)
         CHECK(!public4(blocked4[i]), blocked4[i]);
     CHECK(public4("151.101.2.132") && public4("203.0.113.80"),
           "public: an internet address, and a documentation one off the host's networks");
-    static const char *const blocked6[] = {
-        "::1", "::", "fd00::2", "fe80::1", "ff02::1", "::ffff:127.0.0.1", "64:ff9b::a9fe:a9fe", NULL
-    };
+    static const char *const blocked6[] = { "::1",
+                                            "::",
+                                            "fd00::2",
+                                            "fe80::1",
+                                            "ff02::1",
+                                            "::ffff:127.0.0.1",
+                                            "64:ff9b::a9fe:a9fe",
+                                            "::7f00:1",
+                                            "::ffff:0:a9fe:a9fe",
+                                            "64:ff9b:1::a9fe:a9fe",
+                                            "2002:a9fe:a9fe::1",
+                                            "2001:0:4136:e378::1",
+                                            "100::1",
+                                            NULL };
     for (size_t i = 0; blocked6[i]; i++)
         CHECK(!public6(blocked6[i]), blocked6[i]);
-    CHECK(public6("2a04:4e42::644") && public6("::ffff:151.101.2.132"), "public: IPv6");
+    CHECK(public6("2a04:4e42::644") && public6("::ffff:151.101.2.132")
+              && public6("2002:9765:284::1"),
+          "public: IPv6, and public IPv4 carried in it");
 }
 
 int main(void)
