@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "base/cleanup.h"
+#include "base/utils.h"
 #include "sandbox/egress.h"
 
 void brig_egress_conf_free(struct brig_egress_conf *c)
@@ -258,25 +259,24 @@ int brig_egress_conf_add_url(struct brig_egress_conf *c, const char *url)
 /* Every URL of a text: apt's `deb [opts] URL ...` lines and deb822
  * `URIs:` fields, npm's `registry=URL`, pip's `index-url = URL` and
  * `extra-index-url`. */
+static int url_line(char *line, unsigned lineno, void *ctx)
+{
+    (void) lineno;
+    while (*line == ' ' || *line == '\t')
+        line++;
+    if (*line == '#')
+        return 0;
+    char *save = NULL;
+    for (char *word = strtok_r(line, " \t=\"'", &save); word;
+         word = strtok_r(NULL, " \t=\"'", &save))
+        if (strstr(word, "://") && brig_egress_conf_add_url(ctx, word) < 0)
+            return -1;
+    return 0;
+}
+
 static int add_urls(struct brig_egress_conf *c, const char *text)
 {
-    if (text == NULL)
-        return 0;
-    cleanup_free char *copy = strdup(text);
-    if (copy == NULL)
-        return -1;
-    char *save = NULL;
-    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        while (*line == ' ' || *line == '\t')
-            line++;
-        if (*line == '#')
-            continue;
-        char *w = line, *ws = NULL;
-        for (char *word = strtok_r(w, " \t=\"'", &ws); word; word = strtok_r(NULL, " \t=\"'", &ws))
-            if (strstr(word, "://") && brig_egress_conf_add_url(c, word) < 0)
-                return -1;
-    }
-    return 0;
+    return brig_each_line(text, url_line, c);
 }
 
 int brig_egress_conf_from_sources(const char *const *apt, size_t n_apt, const char *npm,

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/cleanup.h"
+#include "base/utils.h"
 #include "sandbox/idrange.h"
 
 /* One "name:start:count" line of a subordinate-id file: 1 when it parses,
@@ -35,25 +36,6 @@ static int parse_subid_line(char *line, char **name, uint64_t *start, uint64_t *
     *start = s;
     *count = n;
     return 1;
-}
-
-/* fn on each line of a copy of `text` (NULL: no lines), until one
- * returns non-zero: that value, 0 at the end, -1 on ENOMEM. */
-static int each_line(const char *text, int (*fn)(char *line, unsigned lineno, void *ctx), void *ctx)
-{
-    if (text == NULL)
-        return 0;
-    cleanup_free char *copy = strdup(text);
-    if (copy == NULL)
-        return -1;
-    char *save = NULL;
-    unsigned lineno = 0;
-    for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-        int r = fn(l, ++lineno, ctx);
-        if (r != 0)
-            return r;
-    }
-    return 0;
 }
 
 struct find_ctx {
@@ -87,7 +69,7 @@ static int find_brig(const char *text, const char *file, uint32_t *start, uint32
                      brig_error_t *err)
 {
     struct find_ctx f = { file, start, count, err };
-    int r = each_line(text, find_line, &f);
+    int r = brig_each_line(text, find_line, &f);
     if (r == -1)
         return brig_error_set(err, ENOMEM, "%s", file);
     return r < 0 ? -1 : r;
@@ -211,11 +193,11 @@ int brig_id_spans_add_subid(const char *text, const char *except, struct brig_id
                             size_t *n)
 {
     struct spans_ctx c = { except, spans, n };
-    return each_line(text, subid_line, &c) < 0 ? -1 : 0;
+    return brig_each_line(text, subid_line, &c) < 0 ? -1 : 0;
 }
 
 int brig_id_spans_add_accounts(const char *text, struct brig_id_span **spans, size_t *n)
 {
     struct spans_ctx c = { NULL, spans, n };
-    return each_line(text, account_line, &c) < 0 ? -1 : 0;
+    return brig_each_line(text, account_line, &c) < 0 ? -1 : 0;
 }

@@ -289,3 +289,19 @@ int brig_passwd_lookup(const char *path, uid_t uid, char *name, size_t name_size
     }
     return -1;
 }
+
+int brig_each_line(const char *text, int (*fn)(char *line, unsigned lineno, void *ctx), void *ctx)
+{
+    if (text == NULL)
+        return 0;
+    char *copy = strdup(text);
+    if (copy == NULL)
+        return -1;
+    char *save = NULL;
+    unsigned lineno = 0;
+    int r = 0;
+    for (char *l = strtok_r(copy, "\n", &save); l && r == 0; l = strtok_r(NULL, "\n", &save))
+        r = fn(l, ++lineno, ctx);
+    free(copy);
+    return r;
+}
