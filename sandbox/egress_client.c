@@ -2,6 +2,7 @@
 #include "sandbox/egress_client.h"
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -109,8 +110,26 @@ int brig_egress_call(const char *request, brig_error_t *err)
     return brig_error_set(err, 0, "egress proxy: %s", reply);
 }
 
+/* What of our environment a proxy started by us gets: where it finds
+ * programs and the user's configuration, its own settings, pip's and
+ * npm's (the allow-list may come from them), the sanitizers' (a test
+ * build). Nothing else: a daemon for the whole host must not carry one
+ * caller's variables (a proxy of its own, a test's marker) for its life. */
+static bool passed_on(const char *var)
+{
+    static const char *const prefixes[] = {
+        "PATH=",       "HOME=",         "LANG=",          "BRIG_EGRESS",   "PIP_", "NPM_CONFIG_",
+        "npm_config_", "ASAN_OPTIONS=", "UBSAN_OPTIONS=", "LSAN_OPTIONS=", NULL
+    };
+    for (size_t i = 0; prefixes[i]; i++)
+        if (strncmp(var, prefixes[i], strlen(prefixes[i])) == 0)
+            return true;
+    return false;
+}
+
 /* brig-egress, detached from us: its own session, stdio on /dev/null, no
- * fd of ours. The first child exits at once, so nothing waits on it. */
+ * fd of ours, a few of our variables. The first child exits at once, so
+ * nothing waits on it. */
 static int spawn_proxy(brig_error_t *err)
 {
     cleanup_free char *path = NULL;
@@ -121,6 +140,15 @@ static int spawn_proxy(brig_error_t *err)
 #endif
     if (brig_sandbox_locate("brig-egress", "BRIG_EGRESS", installed, &path, err) < 0)
         return brig_error_wrap(err, "egress proxy");
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    cleanup_free char **env = calloc(n + 1, sizeof *env);
+    if (env == NULL)
+        return brig_error_set(err, ENOMEM, "egress proxy");
+    for (size_t i = 0, j = 0; i < n; i++)
+        if (passed_on(environ[i]))
+            env[j++] = environ[i];
     pid_t pid = fork();
     if (pid < 0)
         return brig_error_set(err, errno, "egress proxy: fork");
@@ -134,7 +162,8 @@ static int spawn_proxy(brig_error_t *err)
             dup2(null, 2);
         }
         close_range(3, ~0U, 0);
-        execl(path, "brig-egress", (char *) NULL);
+        char *const argv[] = { "brig-egress", NULL };
+        execve(path, argv, env);
         _exit(127);
     }
     int status;
