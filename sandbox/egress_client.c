@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <stdbool.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,6 +156,9 @@ static int spawn_proxy(brig_error_t *err)
     if (pid == 0) {
         if (setsid() < 0 || fork() != 0)
             _exit(0);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
         int null = open("/dev/null", O_RDWR);
         if (null >= 0) {
             dup2(null, 0);

@@ -227,6 +227,11 @@ int main(int argc, char **argv)
     }
     static struct proxy p;
     snprintf(p.dir, sizeof p.dir, "%s", o.dir);
+    /* Whoever started us may have blocked signals (brig does, around its
+     * children): a daemon takes them all as they come. */
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
     signal(SIGPIPE, SIG_IGN);
     struct sigaction sa = { .sa_handler = on_term };
     sigaction(SIGTERM, &sa, NULL);
