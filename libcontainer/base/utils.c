@@ -297,11 +297,17 @@ int brig_each_line(const char *text, int (*fn)(char *line, unsigned lineno, void
     char *copy = strdup(text);
     if (copy == NULL)
         return -1;
-    char *save = NULL;
     unsigned lineno = 0;
     int r = 0;
-    for (char *l = strtok_r(copy, "\n", &save); l && r == 0; l = strtok_r(NULL, "\n", &save))
-        r = fn(l, ++lineno, ctx);
+    for (char *l = copy; l && r == 0;) {
+        char *nl = strchr(l, '\n');
+        if (nl)
+            *nl = '\0';
+        lineno++;
+        if (*l)
+            r = fn(l, lineno, ctx);
+        l = nl ? nl + 1 : NULL;
+    }
     free(copy);
     return r;
 }

@@ -35,8 +35,8 @@ ssize_t brig_read_all(int fd, void *buf, size_t len);
 
 /* Removes a directory tree below dirfd/name (no symlinks followed). */
 /* fn on each line of a copy of `text` (NULL: no lines; empty lines
- * skipped), with its number from 1, until one returns non-zero: that
- * value; 0 at the end; -1 on ENOMEM. */
+ * skipped, but counted), with its number in the text from 1, until one
+ * returns non-zero: that value; 0 at the end; -1 on ENOMEM. */
 int brig_each_line(const char *text, int (*fn)(char *line, unsigned lineno, void *ctx), void *ctx);
 
 int brig_remove_tree_at(int dirfd, const char *name, brig_error_t *err);

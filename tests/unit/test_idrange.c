@@ -57,6 +57,8 @@ static void test_pool(void)
     const char *msg = outcome(brig_idpool_parse("brig:100000:1000\n", subg, &p, &err), &err);
     CHECK(strstr(msg, "/etc/subuid: line 1") && strstr(msg, "at least 65536"),
           "pool: too small a range, by file and line");
+    msg = outcome(brig_idpool_parse("# ranges\n\nbrig:100000:1000\n", subg, &p, &err), &err);
+    CHECK(strstr(msg, "/etc/subuid: line 3"), "pool: the line counted with blank lines");
     msg = outcome(brig_idpool_parse("brig:0:65536\n", subg, &p, &err), &err);
     CHECK(strstr(msg, "start at 65536"), "pool: a range at 0 (it would map root)");
     msg = outcome(brig_idpool_parse("brig:4294901760:131072\n", subg, &p, &err), &err);
