@@ -82,6 +82,12 @@ const struct brig_egress_rule *brig_egress_match(const struct brig_egress_conf *
 int brig_egress_conf_from_sources(const char *const *apt, size_t n_apt, const char *npm,
                                   const char *pip, struct brig_egress_conf *c, brig_error_t *err);
 
+/* apt's sources: the one file, and the dir whose *.list (one-line) and
+ * *.sources (deb822) files are more of them. */
+#define BRIG_EGRESS_APT_LIST "/etc/apt/sources.list"
+#define BRIG_EGRESS_APT_DIR "/etc/apt/sources.list.d"
+bool brig_egress_apt_file(const char *name);
+
 /* ---- a request head ---- */
 
 enum brig_egress_kind {

@@ -36,16 +36,13 @@ bool brig_egress_configured(void)
     const char *conf = getenv("BRIG_EGRESS_CONFIG");
     if (access(conf && *conf ? conf : BRIG_EGRESS_CONF, F_OK) == 0)
         return true;
-    if (access("/etc/apt/sources.list", F_OK) == 0)
+    if (access(BRIG_EGRESS_APT_LIST, F_OK) == 0)
         return true;
-    cleanup_dir DIR *d = opendir("/etc/apt/sources.list.d");
+    cleanup_dir DIR *d = opendir(BRIG_EGRESS_APT_DIR);
     struct dirent *de;
-    while (d && (de = readdir(d)) != NULL) {
-        size_t n = strlen(de->d_name);
-        if ((n > 5 && strcmp(de->d_name + n - 5, ".list") == 0)
-            || (n > 8 && strcmp(de->d_name + n - 8, ".sources") == 0))
+    while (d && (de = readdir(d)) != NULL)
+        if (brig_egress_apt_file(de->d_name))
             return true;
-    }
     return false;
 }
 

@@ -159,26 +159,31 @@ static int parse_line(char *line, struct brig_egress_conf *c, const char **why)
     return 0;
 }
 
+struct parse_ctx {
+    struct brig_egress_conf *c;
+    const char *why;
+    unsigned lineno;
+};
+
+static int conf_line(char *line, unsigned lineno, void *opaque)
+{
+    struct parse_ctx *ctx = opaque;
+    ctx->lineno = lineno;
+    return parse_line(line, ctx->c, &ctx->why) < 0 ? -2 : 0;
+}
+
 int brig_egress_conf_parse(const char *text, const char *file, struct brig_egress_conf *c,
                            brig_error_t *err)
 {
     conf_defaults(c);
-    cleanup_free char *copy = strdup(text);
-    if (copy == NULL)
+    struct parse_ctx ctx = { c, NULL, 0 };
+    int r = brig_each_line(text, conf_line, &ctx);
+    if (r == 0)
+        return 0;
+    brig_egress_conf_free(c);
+    if (r == -1)
         return brig_error_set(err, ENOMEM, "%s", file);
-    unsigned lineno = 1;
-    for (char *line = copy; line; lineno++) {
-        char *nl = strchr(line, '\n');
-        if (nl)
-            *nl = '\0';
-        const char *why = NULL;
-        if (parse_line(line, c, &why) < 0) {
-            brig_egress_conf_free(c);
-            return brig_error_set(err, 0, "%s: line %u: %s", file, lineno, why);
-        }
-        line = nl ? nl + 1 : NULL;
-    }
-    return 0;
+    return brig_error_set(err, 0, "%s: line %u: %s", file, ctx.lineno, ctx.why);
 }
 
 /* ---- matching ---- */
@@ -256,6 +261,17 @@ int brig_egress_conf_add_url(struct brig_egress_conf *c, const char *url)
     return 0;
 }
 
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n > k && strcmp(s + n - k, suffix) == 0;
+}
+
+bool brig_egress_apt_file(const char *name)
+{
+    return ends_with(name, ".list") || ends_with(name, ".sources");
+}
+
 /* Every URL of a text: apt's `deb [opts] URL ...` lines and deb822
  * `URIs:` fields, npm's `registry=URL`, pip's `index-url = URL` and
  * `extra-index-url`. */
@@ -283,13 +299,11 @@ int brig_egress_conf_from_sources(const char *const *apt, size_t n_apt, const ch
                                   const char *pip, struct brig_egress_conf *c, brig_error_t *err)
 {
     conf_defaults(c);
-    for (size_t i = 0; i < n_apt; i++)
-        if (add_urls(c, apt[i]) < 0)
-            goto oom;
-    if (add_urls(c, npm) < 0 || add_urls(c, pip) < 0)
-        goto oom;
-    return 0;
-oom:
+    int r = 0;
+    for (size_t i = 0; r == 0 && i < n_apt; i++)
+        r = add_urls(c, apt[i]);
+    if (r == 0 && add_urls(c, npm) == 0 && add_urls(c, pip) == 0)
+        return 0;
     brig_egress_conf_free(c);
     return brig_error_set(err, ENOMEM, "egress allow-list");
 }

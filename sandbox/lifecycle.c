@@ -90,17 +90,6 @@ static int state_dir_path(const char *root, const char *id, char **out, brig_err
     return 0;
 }
 
-/* Whether `dir` is the state dir create will make (the default data dir). */
-static bool is_state_dir(const struct brig_create_options *o, const char *dir)
-{
-    cleanup_free char *state_dir = NULL;
-    brig_error_t ignored = NULL;
-    bool same = state_dir_path(o->root, o->id, &state_dir, &ignored) == 0
-                && strcmp(state_dir, dir) == 0;
-    brig_error_release(&ignored);
-    return same;
-}
-
 /* Everything the settings lack, filled in; the rootfs checked. */
 static int resolve_settings(const struct brig_create_options *o, struct brig_profile_settings *s,
                             brig_error_t *err)
@@ -109,15 +98,19 @@ static int resolve_settings(const struct brig_create_options *o, struct brig_pro
         return -1;
     if (s->seccomp_path == NULL && locate_seccomp(&s->seccomp_path, err) < 0)
         return -1;
-    if (s->data_dir == NULL && state_dir_path(o->root, o->id, &s->data_dir, err) < 0)
-        return -1;
-    /* In a user namespace the sandbox's root must reach its data and its
-     * tree, which the state root (0700) hides: they get a dir of their own. */
-    if (s->data_private == 0 && is_state_dir(o, s->data_dir) && brig_sandbox_userns_wanted(s)) {
-        cleanup_free char *state_dir = brig_steal_ptr(s->data_dir);
-        if (brig_sandbox_private_dir(state_dir, &s->data_dir, err) < 0)
+    /* The data lives in the state dir unless told otherwise; in a user
+     * namespace the sandbox's root must reach its data and its tree, which
+     * the state root (0700) hides: they get a dir of their own, named by
+     * the state dir. */
+    if (s->data_dir == NULL) {
+        if (state_dir_path(o->root, o->id, &s->data_dir, err) < 0)
             return -1;
-        s->data_private = 1;
+        if (brig_profile_userns_auto(s)) {
+            cleanup_free char *state_dir = brig_steal_ptr(s->data_dir);
+            if (brig_sandbox_private_dir(state_dir, &s->data_dir, err) < 0)
+                return -1;
+            s->data_private = 1;
+        }
     }
     struct stat st;
     if (stat(s->rootfs, &st) < 0 || !S_ISDIR(st.st_mode))
@@ -132,14 +125,13 @@ static int resolve_settings(const struct brig_create_options *o, struct brig_pro
             s->rootfs, BRIG_SANDBOX_JEMALLOC);
     if (s->init_config && access(s->init_config, R_OK) != 0)
         return brig_error_set(err, errno, "services file `%s`", s->init_config);
-    if (s->network && strcmp(s->network, BRIG_NETWORK_PACKAGES) == 0
-        && brig_egress_check_conf(err) < 0)
+    if (brig_profile_on_packages(s) && brig_egress_check_conf(err) < 0)
         return -1;
     /* Where both have one, TLS through the proxy trusts what the host does. */
     cleanup_free char *tree_ca = NULL;
     if (asprintf(&tree_ca, "%s%s", s->rootfs, BRIG_SANDBOX_CA_BUNDLE) < 0)
         return brig_error_set(err, ENOMEM, "sandbox profile");
-    if (s->network && strcmp(s->network, BRIG_NETWORK_PACKAGES) == 0 && s->ca_bundle == NULL
+    if (brig_profile_on_packages(s) && s->ca_bundle == NULL
         && access(BRIG_SANDBOX_CA_BUNDLE, R_OK) == 0 && access(tree_ca, F_OK) == 0
         && (s->ca_bundle = strdup(BRIG_SANDBOX_CA_BUNDLE)) == NULL)
         return brig_error_set(err, ENOMEM, "sandbox profile");
@@ -229,7 +221,7 @@ static int write_settings(int dir_fd, const char *name, const struct brig_profil
 static int setup_userns(int dir_fd, struct brig_profile_settings *s, struct brig_spec *spec,
                         brig_error_t *err)
 {
-    if (!brig_sandbox_userns_wanted(s))
+    if (!brig_profile_userns_auto(s))
         return 0;
     /* What the init binds from the host, it looks up as the sandbox's root. */
     if (brig_sandbox_check_reachable(s->init_path, err) < 0
@@ -263,12 +255,12 @@ static int sandbox_setup(const void *data, int dir_fd, struct brig_spec *spec, b
         r = setup_userns(dir_fd, &s, spec, err);
     uid_t uid = BRIG_SANDBOX_UID;
     gid_t gid = BRIG_SANDBOX_GID;
-    if (r >= 0 && brig_sandbox_userns_wanted(&s))
+    if (r >= 0 && brig_profile_userns_auto(&s))
         brig_sandbox_user_on_host(&s, &uid, &gid);
     if (r >= 0)
         r = brig_data_image_setup(s.data_dir, s.data_size, uid, gid, err);
     /* Its dirs are searchable by others now: the data's own root is not. */
-    if (r >= 0 && brig_sandbox_userns_wanted(&s))
+    if (r >= 0 && brig_profile_userns_auto(&s))
         r = brig_sandbox_data_close(s.data_dir, err);
     brig_profile_settings_clear(&s);
     return r < 0 ? -1 : 0;
@@ -296,11 +288,6 @@ static int state_dir_of(int dir_fd, char *out, size_t size, brig_error_t *err)
     return 0;
 }
 
-static bool on_packages(const struct brig_profile_settings *s)
-{
-    return s->network && strcmp(s->network, BRIG_NETWORK_PACKAGES) == 0;
-}
-
 static int sandbox_exec_process(int dir_fd, const struct brig_spec *spec, struct brig_process *p,
                                 brig_error_t *err)
 {
@@ -315,7 +302,7 @@ static int sandbox_exec_process(int dir_fd, const struct brig_spec *spec, struct
     /* A proxy that died since is started again, and listens in this
      * sandbox (and every other it served) before this exec runs. */
     char dir[PATH_MAX];
-    if (r >= 0 && on_packages(&s)
+    if (r >= 0 && brig_profile_on_packages(&s)
         && (state_dir_of(dir_fd, dir, sizeof dir, err) < 0 || brig_egress_relisten(dir, err) < 0))
         r = -1;
     brig_profile_settings_clear(&s);
@@ -331,7 +318,7 @@ static int sandbox_spawned(int dir_fd, pid_t pid, brig_error_t *err)
     struct brig_profile_settings s;
     char dir[PATH_MAX];
     int r = read_settings(dir_fd, PROFILE_FILE, &s, err);
-    if (r > 0 && on_packages(&s))
+    if (r > 0 && brig_profile_on_packages(&s))
         r = state_dir_of(dir_fd, dir, sizeof dir, err) < 0 ? -1
                                                            : brig_egress_register(dir, pid, err);
     brig_profile_settings_clear(&s);
@@ -349,10 +336,11 @@ static int sandbox_teardown(int dir_fd, brig_error_t *err)
         brig_profile_settings_clear(&s);
         return r < 0 ? -1 : 0;
     }
+    /* Best effort: a proxy that can't be told finds the sandbox gone from
+     * its registry, or its init dead, at its next look. */
     char state_dir[PATH_MAX];
-    r = 0;
-    if (on_packages(&s) && state_dir_of(dir_fd, state_dir, sizeof state_dir, err) == 0)
-        r = brig_egress_unregister(state_dir, err);
+    if (brig_profile_on_packages(&s) && state_dir_of(dir_fd, state_dir, sizeof state_dir, err) == 0)
+        brig_egress_unregister(state_dir, err);
     brig_error_release(err);
     r = brig_data_image_unmount(s.data_dir, err);
     if (r == 0)
@@ -402,7 +390,7 @@ static int sandbox_restore(int image_fd, int dir_fd, struct brig_spec *spec, bri
     else
         r = write_settings(dir_fd, PROFILE_FILE, &s, err);
     /* Its range claimed again before anything of it is shared with it. */
-    if (r == 0 && brig_sandbox_userns_wanted(&s))
+    if (r == 0 && brig_profile_userns_auto(&s))
         r = brig_sandbox_userns_acquire(&s, err);
     if (r == 0)
         r = brig_sandbox_images_share(image_fd, &s, err);

@@ -128,7 +128,7 @@ static int check_reuse(const char *dir, const struct brig_profile_settings *s, b
     cleanup_free char *image = NULL;
     if (asprintf(&image, "%s/%s", dir, BRIG_DATA_IMAGE) < 0)
         return brig_error_set(err, ENOMEM, CREATE);
-    bool auto_ = brig_sandbox_userns_wanted(s);
+    bool auto_ = brig_profile_userns_auto(s);
     if (access(image, F_OK) == 0 && (ranged > 0) != auto_)
         return brig_error_set(err, 0,
                               CREATE ": the data in `%s` was made with --userns %s: create it "

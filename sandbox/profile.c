@@ -320,13 +320,23 @@ static int wire_allocator(struct brig_strv *env, const struct brig_profile_setti
     return 0;
 }
 
+bool brig_profile_userns_auto(const struct brig_profile_settings *s)
+{
+    return s->userns && strcmp(s->userns, BRIG_USERNS_AUTO) == 0;
+}
+
+bool brig_profile_on_packages(const struct brig_profile_settings *s)
+{
+    return s->network && strcmp(s->network, BRIG_NETWORK_PACKAGES) == 0;
+}
+
 /* The packages-only network: the proxy named the way pip, npm, curl and
  * urllib look for it, upper and lower case; loopback goes direct. Set for
  * init, its services and every exec alike. */
 static int wire_proxy(struct brig_strv *env, const struct brig_profile_settings *s)
 {
     static const char *const names[] = { "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy" };
-    if (s->network == NULL || strcmp(s->network, BRIG_NETWORK_PACKAGES) != 0)
+    if (!brig_profile_on_packages(s))
         return 0;
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (env_set(env, names[i], BRIG_EGRESS_URL) < 0)
@@ -500,7 +510,7 @@ static int set_mapping(struct brig_id_mapping **maps, size_t *n, uint32_t host)
 int brig_profile_apply_userns(struct brig_spec *spec, const struct brig_profile_settings *s,
                               brig_error_t *err)
 {
-    if (s->userns == NULL || strcmp(s->userns, BRIG_USERNS_AUTO) != 0 || s->userns_uid <= 0)
+    if (!brig_profile_userns_auto(s) || s->userns_uid <= 0)
         return 0;
     /* Settings come back from a state dir or a checkpoint's images: a
      * range that would map root, or run past 2^32, is refused. */

@@ -10,6 +10,7 @@
 #ifndef BRIG_PROFILE_H
 #define BRIG_PROFILE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/error.h"
@@ -84,6 +85,12 @@ int brig_profile_settings_parse(const char *text, struct brig_profile_settings *
 /* Whether the spec asks for the sandbox profile by annotation; -1 with *err
  * for an unknown profile name. */
 int brig_profile_requested(const struct brig_spec *spec, brig_error_t *err);
+
+/* Whether the settings ask for a user namespace of the sandbox's own
+ * (`auto`; `host`, and no value, the settings of a brig from before user
+ * namespaces, do not), and for the packages-only network. */
+bool brig_profile_userns_auto(const struct brig_profile_settings *s);
+bool brig_profile_on_packages(const struct brig_profile_settings *s);
 
 /* The user namespace of settings whose range is known (userns_uid > 0):
  * a new user namespace mapping 0-65535 to the range, and the root at the

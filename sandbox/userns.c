@@ -17,11 +17,6 @@
 #include "sandbox/dataimage.h"
 #include "sandbox/idrange.h"
 
-bool brig_sandbox_userns_wanted(const struct brig_profile_settings *s)
-{
-    return s->userns && strcmp(s->userns, BRIG_USERNS_AUTO) == 0;
-}
-
 /* The data dir and its missing parents made, each searchable by others:
  * the sandbox's root is an unmapped stranger to the host's dirs, and must
  * still reach its tree and its data through them. Nothing in it is
@@ -123,7 +118,7 @@ static int share_image(int image_fd, const char *name, gid_t gid, brig_error_t *
 int brig_sandbox_images_share(int image_fd, const struct brig_profile_settings *s,
                               brig_error_t *err)
 {
-    if (!brig_sandbox_userns_wanted(s) || s->userns_gid <= 0)
+    if (!brig_profile_userns_auto(s) || s->userns_gid <= 0)
         return 0;
     gid_t gid = (gid_t) s->userns_gid;
     struct stat top;

@@ -13,10 +13,6 @@
 #include "base/error.h"
 #include "sandbox/profile.h"
 
-/* Whether the settings ask for a user namespace (`auto`); `host` and an
- * unset value (settings of a brig before user namespaces) do not. */
-bool brig_sandbox_userns_wanted(const struct brig_profile_settings *s);
-
 /* The range of the settings' data dir into s->userns_uid/gid: the one the
  * settings or the dir record (claimed again), else a new one. */
 int brig_sandbox_userns_acquire(struct brig_profile_settings *s, brig_error_t *err);

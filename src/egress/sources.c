@@ -37,19 +37,15 @@ static char *slurp(const char *path)
 static size_t apt_texts(char **texts, size_t max)
 {
     size_t n = 0;
-    if ((texts[n] = slurp("/etc/apt/sources.list")) != NULL)
+    if ((texts[n] = slurp(BRIG_EGRESS_APT_LIST)) != NULL)
         n++;
-    const char *dir = "/etc/apt/sources.list.d";
-    cleanup_dir DIR *d = opendir(dir);
+    cleanup_dir DIR *d = opendir(BRIG_EGRESS_APT_DIR);
     struct dirent *de;
     while (d && n < max && (de = readdir(d)) != NULL) {
-        size_t len = strlen(de->d_name);
-        bool list = len > 5 && strcmp(de->d_name + len - 5, ".list") == 0;
-        bool deb822 = len > 8 && strcmp(de->d_name + len - 8, ".sources") == 0;
-        if (!list && !deb822)
+        if (!brig_egress_apt_file(de->d_name))
             continue;
         char path[512];
-        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        snprintf(path, sizeof path, "%s/%s", BRIG_EGRESS_APT_DIR, de->d_name);
         if ((texts[n] = slurp(path)) != NULL)
             n++;
     }
