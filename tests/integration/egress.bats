@@ -37,13 +37,7 @@ stop_proxy() {
 
 setup_file() {
 	[ -d "$ROOTFS_TREE/usr/bin" ] || return 0
-	export SB_ROOT=$BATS_FILE_TMPDIR/state
-	export BRIG_SANDBOX_DIR=$BATS_FILE_TMPDIR/sandboxes
-	chmod a+x "$BATS_RUN_TMPDIR" "$BATS_RUN_TMPDIR/file" "$BATS_FILE_TMPDIR"
-	if [ -z "${BRIG_INIT:-}" ]; then
-		export BRIG_INIT
-		BRIG_INIT=$(dirname "$BRIG")/brig-init
-	fi
+	sandbox_file_env
 	if [ -z "${BRIG_EGRESS:-}" ]; then
 		export BRIG_EGRESS
 		BRIG_EGRESS=$(dirname "$BRIG")/brig-egress
@@ -105,10 +99,7 @@ teardown_file() {
 setup() {
 	[ -d "$ROOTFS_TREE/usr/bin" ] || fail "no sandbox tree at $ROOTFS_TREE: run \`make rootfs\`"
 	[ -n "$MIRROR" ] || fail "no http:// source in apt's sources"
-	for id in e1 e2; do
-		"$BRIG" --root "$SB_ROOT" state "$id" >/dev/null 2>&1 ||
-			fail "sandbox $id did not start: $(cat "$BATS_FILE_TMPDIR/$id.out")"
-	done
+	require_sandboxes e1 e2
 }
 
 teardown() {

@@ -466,3 +466,31 @@ use_host_usr() {
 	mkdir -p "$ROOTFS/usr"
 	add_bind_mount /usr /usr ro
 }
+
+# ------------------------------------------------------------ sandboxes ----
+
+# sandbox_file_env: in a sandbox file's setup_file, a state root (SB_ROOT)
+# and a sandbox home (BRIG_SANDBOX_DIR) of the file's own, brig-init beside
+# $BRIG unless BRIG_INIT names one, and bats's temp dirs (0700) made
+# searchable: a sandbox's root, in its own user namespace, must reach its
+# tree and data in the home below them.
+sandbox_file_env() {
+	export SB_ROOT=$BATS_FILE_TMPDIR/state
+	export BRIG_SANDBOX_DIR=$BATS_FILE_TMPDIR/sandboxes
+	chmod a+x "$BATS_RUN_TMPDIR" "$BATS_RUN_TMPDIR/file" "$BATS_FILE_TMPDIR"
+	if [ -z "${BRIG_INIT:-}" ]; then
+		export BRIG_INIT
+		BRIG_INIT=$(dirname "$BRIG")/brig-init
+	fi
+}
+
+# require_sandboxes ID...: in setup, each sandbox that setup_file created
+# runs, or the test fails with what its create said
+# ($BATS_FILE_TMPDIR/ID.out).
+require_sandboxes() {
+	local id
+	for id in "$@"; do
+		"$BRIG" --root "$SB_ROOT" state "$id" >/dev/null 2>&1 ||
+			fail "sandbox $id did not start: $(cat "$BATS_FILE_TMPDIR/$id.out")"
+	done
+}

@@ -15,17 +15,9 @@ ROOTFS_TREE=${BRIG_SANDBOX_ROOTFS:-/var/lib/brig/rootfs}
 
 setup_file() {
 	[ -d "$ROOTFS_TREE/usr/bin" ] || return 0
-	export SB_ROOT=$BATS_FILE_TMPDIR/state
-	export BRIG_SANDBOX_DIR=$BATS_FILE_TMPDIR/sandboxes
+	sandbox_file_env
 	export SB_HOST=$BATS_FILE_TMPDIR/host
 	mkdir -p "$SB_HOST"
-	# bats makes its temp dirs 0700; a sandbox's root, in its own user
-	# namespace, must still reach its tree and data in the home below.
-	chmod a+x "$BATS_RUN_TMPDIR" "$BATS_RUN_TMPDIR/file" "$BATS_FILE_TMPDIR"
-	if [ -z "${BRIG_INIT:-}" ]; then
-		export BRIG_INIT
-		BRIG_INIT=$(dirname "$BRIG")/brig-init
-	fi
 	cat >"$SB_HOST/services.conf" <<-'EOF'
 		[program:idle]
 		command = sleep 100000

@@ -14,20 +14,13 @@ ROOTFS_TREE=${BRIG_SANDBOX_ROOTFS:-/var/lib/brig/rootfs}
 
 setup_file() {
 	[ -d "$ROOTFS_TREE/usr/bin" ] || return 0
-	export SB_ROOT=$BATS_FILE_TMPDIR/state
-	export BRIG_SANDBOX_DIR=$BATS_FILE_TMPDIR/sandboxes
+	sandbox_file_env
 	# The ranges' records and pool files of this file's own: a test that
 	# changes the pool touches nothing of the host's.
 	export BRIG_IDRANGE_DIR=$BATS_FILE_TMPDIR/idranges
 	export BRIG_SUBUID=$BATS_FILE_TMPDIR/subuid BRIG_SUBGID=$BATS_FILE_TMPDIR/subgid
 	: >"$BRIG_SUBUID"
 	: >"$BRIG_SUBGID"
-	# bats makes its temp dirs 0700; a sandbox's root must reach its home.
-	chmod a+x "$BATS_RUN_TMPDIR" "$BATS_RUN_TMPDIR/file" "$BATS_FILE_TMPDIR"
-	if [ -z "${BRIG_INIT:-}" ]; then
-		export BRIG_INIT
-		BRIG_INIT=$(dirname "$BRIG")/brig-init
-	fi
 	for id in u1 u2; do
 		timeout 120 "$BRIG" --root "$SB_ROOT" sandbox create --rootfs "$ROOTFS_TREE" \
 			--memory 256M --data-size 64M "$id" >"$BATS_FILE_TMPDIR/$id.out" 2>&1 || true
@@ -46,10 +39,7 @@ setup() {
 	ROOT=$SB_ROOT
 	MARK=none
 	[ -d "$ROOTFS_TREE/usr/bin" ] || fail "no sandbox tree at $ROOTFS_TREE: run \`make rootfs\`"
-	for id in u1 u2; do
-		"$BRIG" --root "$SB_ROOT" state "$id" >/dev/null 2>&1 ||
-			fail "sandbox $id did not start: $(cat "$BATS_FILE_TMPDIR/$id.out")"
-	done
+	require_sandboxes u1 u2
 }
 
 teardown() {
