@@ -1,0 +1,48 @@
+/* A process run in a sandbox the way every front end runs one (`brig
+ * sandbox exec`, the API's exec, a session): the sandbox's rules (user,
+ * no capabilities, its environment) come from the handler; this adds the
+ * sandbox's own defaults (cwd /mnt/data, the exec timeout its lifetime
+ * set, exec.h's argv and env) and marks the sandbox active (lifetime.h).
+ * Nothing here prints or waits on signals: the CLI forwards its own, the
+ * API server's worker only waits. */
+#ifndef BRIG_SANDBOX_EXEC_H
+#define BRIG_SANDBOX_EXEC_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "base/error.h"
+
+struct brig_sandbox_exec_options {
+    const char *root; /* the state root */
+    const char *id;
+    char *const *argv;   /* NULL-terminated, at least one */
+    char *const *env;    /* NAME=VALUE, NULL-terminated, over the sandbox's; NULL: none */
+    const char *cwd;     /* NULL: /mnt/data */
+    const char *user;    /* NULL, "1000" or "1000:1000": a sandbox has one user */
+    bool tty;            /* a pty: its master lands in *pty_master */
+    int *pty_master;     /* with tty */
+    const int *stdio;    /* fds 0, 1, 2 of the process; NULL: the caller's own */
+    /* 0: the sandbox's exec timeout (lifetime.h; none when unset); -1:
+     * none whatever the sandbox says; > 0: this many ms. */
+    int timeout_ms;
+};
+
+struct brig_sandbox_exec {
+    pid_t pid;      /* the process, a child (or an orphan the caller adopts as subreaper) */
+    int timeout_ms; /* what the caller must enforce: 0 for none */
+};
+
+/* Checks the options (an unknown user, a relative cwd, an empty argv are
+ * errors in the user's words: "sandbox exec: ..."), then starts the
+ * process. The caller must be a subreaper (prctl PR_SET_CHILD_SUBREAPER)
+ * to wait for it. */
+int brig_sandbox_exec_start(const struct brig_sandbox_exec_options *o, struct brig_sandbox_exec *ex,
+                            brig_error_t *err);
+
+/* Waits for a started process without relaying anything: after
+ * ex->timeout_ms its process group is killed and *timed_out set. Returns
+ * the exit status (128+N for signal N), or -1 with *err. */
+int brig_sandbox_exec_wait(const struct brig_sandbox_exec *ex, bool *timed_out, brig_error_t *err);
+
+#endif
