@@ -16,13 +16,13 @@
 struct brig_sandbox_exec_options {
     const char *root; /* the state root */
     const char *id;
-    char *const *argv;   /* NULL-terminated, at least one */
-    char *const *env;    /* NAME=VALUE, NULL-terminated, over the sandbox's; NULL: none */
-    const char *cwd;     /* NULL: /mnt/data */
-    const char *user;    /* NULL, "1000" or "1000:1000": a sandbox has one user */
-    bool tty;            /* a pty: its master lands in *pty_master */
-    int *pty_master;     /* with tty */
-    const int *stdio;    /* fds 0, 1, 2 of the process; NULL: the caller's own */
+    char *const *argv; /* NULL-terminated, at least one */
+    char *const *env;  /* NAME=VALUE, NULL-terminated, over the sandbox's; NULL: none */
+    const char *cwd;   /* NULL: /mnt/data */
+    const char *user;  /* NULL, "1000" or "1000:1000": a sandbox has one user */
+    bool tty;          /* a pty: its master lands in *pty_master */
+    int *pty_master;   /* with tty */
+    const int *stdio;  /* fds 0, 1, 2 of the process; NULL: the caller's own */
     /* 0: the sandbox's exec timeout (lifetime.h; none when unset); -1:
      * none whatever the sandbox says; > 0: this many ms. */
     int timeout_ms;
@@ -41,8 +41,9 @@ int brig_sandbox_exec_start(const struct brig_sandbox_exec_options *o, struct br
                             brig_error_t *err);
 
 /* Waits for a started process without relaying anything: after
- * ex->timeout_ms its process group is killed and *timed_out set. Returns
- * the exit status (128+N for signal N), or -1 with *err. */
+ * ex->timeout_ms its process group is killed, *timed_out set and 124
+ * returned. Returns the exit status (128+N for signal N), or -1 with
+ * *err. */
 int brig_sandbox_exec_wait(const struct brig_sandbox_exec *ex, bool *timed_out, brig_error_t *err);
 
 #endif

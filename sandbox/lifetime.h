@@ -29,8 +29,7 @@ int brig_sandbox_lifetime_write(const char *id, const struct brig_sandbox_lifeti
                                 brig_error_t *err);
 
 /* Reads it; a sandbox made without one reads as no limits (root NULL). */
-int brig_sandbox_lifetime_read(const char *id, struct brig_sandbox_lifetime *l,
-                               brig_error_t *err);
+int brig_sandbox_lifetime_read(const char *id, struct brig_sandbox_lifetime *l, brig_error_t *err);
 void brig_sandbox_lifetime_clear(struct brig_sandbox_lifetime *l);
 
 /* Marks the sandbox active now. A sandbox without a dir is not an error

@@ -195,12 +195,3 @@ int brig_parse_plain(int argc, char **argv, const char *usage, int n_args, const
         return c == 'h' ? brig_usage(usage) : brig_bad_option(argv);
     return brig_parse_args(argc, argv, n_args, n_args, what);
 }
-
-int brig_ms_until(const struct timespec *t)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    long long ms = (long long) (t->tv_sec - now.tv_sec) * 1000
-                   + (t->tv_nsec - now.tv_nsec) / 1000000;
-    return ms > 0 ? (int) ms : 0;
-}

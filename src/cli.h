@@ -69,10 +69,6 @@ int brig_parse_plain(int argc, char **argv, const char *usage, int n_args, const
  * "2" (seconds) → milliseconds; -1 when malformed. */
 int brig_parse_duration_ms(const char *text, int *out);
 
-/* Milliseconds from now (CLOCK_MONOTONIC) to *t; 0 once it has passed. */
-struct timespec;
-int brig_ms_until(const struct timespec *t);
-
 /* Reporter: prints usage (to stdout, for --help) and returns 0. */
 int brig_usage(const char *text);
 

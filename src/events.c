@@ -10,6 +10,7 @@
 #include "brig.h"
 #include "cgroup/cgroup.h"
 #include "cli.h"
+#include "base/utils.h"
 #include "container/container.h"
 
 static const char usage[] =

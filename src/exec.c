@@ -101,29 +101,6 @@ static int parse_id(const char *flag, const char *text, uint32_t *out)
     return 0;
 }
 
-/* env list with NAME=VALUE from the flags replacing the same NAME. */
-static char **merge_env(const struct brig_strv *base, char **extra, size_t n_extra, size_t *n_out)
-{
-    char **env = calloc(base->n + n_extra + 1, sizeof *env);
-    size_t n = 0;
-    if (env == NULL)
-        return NULL;
-    for (size_t i = 0; i < base->n; i++)
-        env[n++] = base->v[i];
-    for (size_t i = 0; i < n_extra; i++) {
-        size_t key = strcspn(extra[i], "=");
-        size_t j = 0;
-        while (j < n && !(strncmp(env[j], extra[i], key) == 0 && env[j][key] == '='))
-            j++;
-        env[j] = extra[i];
-        if (j == n)
-            n++;
-    }
-    env[n] = NULL;
-    *n_out = n;
-    return env;
-}
-
 /* A capability set plus the --cap names, as a new (shallow) strv. */
 static struct brig_strv add_caps(const struct brig_strv *set, char **caps, size_t n_caps)
 {
@@ -147,7 +124,7 @@ static int build_process(const struct brig_process *base, const struct exec_flag
     p->args.n = (size_t) n_args;
     p->terminal = f->tty;
     p->has_console_size = false;
-    p->env.v = merge_env(&p->env, f->env, f->n_env, &p->env.n);
+    p->env.v = brig_env_overlay(&p->env, f->env, f->n_env, &p->env.n);
     if (p->env.v == NULL)
         return brig_fail_msg("exec: out of memory");
     if (f->cwd)
@@ -341,24 +318,10 @@ static int exec_and_wait(const struct brig_exec_options *o, bool detach, const c
     }
     if (detach)
         return 0;
-    int sfd = signalfd(-1, &forwarded, SFD_CLOEXEC);
-    if (sfd < 0)
-        return brig_fail_msg("exec: signalfd: %s", strerror(errno));
-    struct termios saved;
-    bool raw = false;
-    if (*master >= 0 && isatty(STDIN_FILENO)) {
-        brig_terminal_copy_size(STDIN_FILENO, *master);
-        raw = brig_terminal_make_raw(STDIN_FILENO, &saved, &err) == 0;
-        brig_error_release(&err);
-    }
-    bool timed_out = false;
-    int status = brig_wait_forwarding(sfd, pid, *master, timeout_ms, &timed_out);
-    if (raw)
-        tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+    int status = brig_wait_foreground(pid, *master, timeout_ms, NULL);
     if (*master >= 0)
         close(*master);
-    close(sfd);
-    return timed_out ? 124 : status;
+    return status;
 }
 
 /* The process to run: --process FILE, or the container's own process

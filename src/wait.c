@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -80,13 +81,7 @@ int brig_wait_forwarding(int sfd, pid_t init, int master, int timeout_ms, bool *
     int status = 255;
     bool stdin_open = master >= 0, master_open = master >= 0, done = reap(init, &status);
     struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += timeout_ms / 1000;
-    deadline.tv_nsec += (long) (timeout_ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
+    brig_deadline_in(&deadline, timeout_ms);
     bool killed = false;
     while (!done) {
         struct pollfd p[3] = {
@@ -136,4 +131,29 @@ int brig_wait_forwarding(int sfd, pid_t init, int master, int timeout_ms, bool *
         }
     }
     return status;
+}
+
+int brig_wait_foreground(pid_t pid, int master, int timeout_ms, bool *timed_out)
+{
+    sigset_t forwarded;
+    brig_forwarded_signals(&forwarded);
+    int sfd = signalfd(-1, &forwarded, SFD_CLOEXEC);
+    if (sfd < 0)
+        return brig_fail_msg("signalfd: %s", strerror(errno));
+    struct termios saved;
+    bool raw = false;
+    if (master >= 0 && isatty(STDIN_FILENO)) {
+        brig_error_t err = NULL;
+        brig_terminal_copy_size(STDIN_FILENO, master);
+        raw = brig_terminal_make_raw(STDIN_FILENO, &saved, &err) == 0;
+        brig_error_release(&err);
+    }
+    bool out = false;
+    int status = brig_wait_forwarding(sfd, pid, master, timeout_ms, &out);
+    if (raw)
+        tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+    close(sfd);
+    if (timed_out)
+        *timed_out = out;
+    return out ? 124 : status;
 }

@@ -19,4 +19,10 @@ void brig_forwarded_signals(sigset_t *set);
  * Returns the exit status, 128+N for signal N. */
 int brig_wait_forwarding(int sfd, pid_t pid, int master, int timeout_ms, bool *timed_out);
 
+/* brig_wait_forwarding from a signalfd of its own, with stdin made raw
+ * while a terminal (`master` >= 0) is relayed. The caller blocked the
+ * forwarded signals before starting the process. Returns its status, 124
+ * when the time limit killed it. */
+int brig_wait_foreground(pid_t pid, int master, int timeout_ms, bool *timed_out);
+
 #endif

@@ -85,3 +85,14 @@ void brig_error_release(brig_error_t *err)
     }
     *err = NULL;
 }
+
+int brig_error_kind(brig_error_t *err, int errnum, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    brig_error_setv(err, 0, fmt, ap);
+    va_end(ap);
+    if (*err && *err != &out_of_memory)
+        (*err)->errnum = errnum;
+    return -1;
+}

@@ -311,3 +311,23 @@ int brig_each_line(const char *text, int (*fn)(char *line, unsigned lineno, void
     free(copy);
     return r;
 }
+
+void brig_deadline_in(struct timespec *t, int ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, t);
+    t->tv_sec += ms / 1000;
+    t->tv_nsec += (long) (ms % 1000) * 1000000L;
+    if (t->tv_nsec >= 1000000000L) {
+        t->tv_sec++;
+        t->tv_nsec -= 1000000000L;
+    }
+}
+
+int brig_ms_until(const struct timespec *t)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long long ms = (long long) (t->tv_sec - now.tv_sec) * 1000
+                   + (t->tv_nsec - now.tv_nsec) / 1000000;
+    return ms > 0 ? (ms > 0x7fffffff ? 0x7fffffff : (int) ms) : 0;
+}

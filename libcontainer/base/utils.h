@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "base/error.h"
 
@@ -55,5 +56,10 @@ int brig_process_stat(pid_t pid, char *state, unsigned long long *start, brig_er
  * may be NULL. */
 int brig_passwd_lookup(const char *path, uid_t uid, char *name, size_t name_size, char *home,
                        size_t home_size);
+
+/* CLOCK_MONOTONIC `ms` milliseconds from now, and the milliseconds from
+ * now until such a time (0 once it passed), for poll's timeouts. */
+void brig_deadline_in(struct timespec *t, int ms);
+int brig_ms_until(const struct timespec *t);
 
 #endif

@@ -74,6 +74,19 @@ void brig_ns_join_close(struct brig_ns_join *join)
     }
 }
 
+/* Joined, a process keeps the host's ids, which the namespace may not map:
+ * what it makes before its identity is set (a terminal's pty) would
+ * belong to nobody inside, and its capabilities there could not change
+ * that. The namespace's root is who it acts as, where the map has one. */
+static int become_ns_root(brig_error_t *err)
+{
+    if (setresgid(0, 0, 0) < 0 && errno != EINVAL)
+        return brig_error_set(err, errno, "setresgid(0) in the user namespace");
+    if (setresuid(0, 0, 0) < 0 && errno != EINVAL)
+        return brig_error_set(err, errno, "setresuid(0) in the user namespace");
+    return 0;
+}
+
 int brig_ns_join_all(const struct brig_ns_join *join, brig_error_t *err)
 {
     static const enum brig_ns_type order[] = {
@@ -86,6 +99,8 @@ int brig_ns_join_all(const struct brig_ns_join *join, brig_error_t *err)
             continue;
         if (setns(join->fd[t], clone_flags[t]) < 0)
             return brig_error_set(err, errno, "join %s namespace", brig_ns_type_name(t));
+        if (t == BRIG_NS_USER && become_ns_root(err) < 0)
+            return -1;
     }
     return 0;
 }

@@ -133,3 +133,26 @@ int brig_process_copy(const struct brig_process *from, struct brig_process **out
     *out = p;
     return 0;
 }
+
+char **brig_env_overlay(const struct brig_strv *base, char *const *extra, size_t n_extra,
+                        size_t *n_out)
+{
+    char **env = calloc(base->n + n_extra + 1, sizeof *env);
+    size_t n = 0;
+    if (env == NULL)
+        return NULL;
+    for (size_t i = 0; i < base->n; i++)
+        env[n++] = base->v[i];
+    for (size_t i = 0; i < n_extra; i++) {
+        size_t key = strcspn(extra[i], "=");
+        size_t j = 0;
+        while (j < n && !(strncmp(env[j], extra[i], key) == 0 && env[j][key] == '='))
+            j++;
+        env[j] = extra[i];
+        if (j == n)
+            n++;
+    }
+    env[n] = NULL;
+    *n_out = n;
+    return env;
+}

@@ -399,6 +399,12 @@ int brig_strv_copy(struct brig_strv *to, const struct brig_strv *from);
 int brig_rlimits_copy(struct brig_rlimit **to, size_t *n_to, const struct brig_rlimit *from,
                       size_t n);
 void brig_strv_free(struct brig_strv *s);
+/* `base` with each NAME=VALUE of `extra` replacing the entry of the same
+ * NAME or added after: a new NULL-terminated array of the same strings
+ * (shallow: free only the array), its length in *n_out; NULL when memory
+ * ran out. */
+char **brig_env_overlay(const struct brig_strv *base, char *const *extra, size_t n_extra,
+                        size_t *n_out);
 
 /* A lone linux.resources object (`update -r FILE`). */
 int brig_resources_parse(const char *json, size_t len, const char *origin,

@@ -133,6 +133,15 @@ is_account_uid() {
 	[ "$status" -eq 3 ]
 }
 
+@test "userns: exec -t gets a terminal that the sandbox's user owns" {
+	# The pty is made after joining the namespace, by its root: made by the
+	# host's root (unmapped inside), it could not be given to the user.
+	run sb exec -t u1 -- sh -c 'tty; stat -c "%U" "$(tty)"; exit 3' </dev/null
+	[ "$status" -eq 3 ]
+	output=$(tr -d '\r' <<<"$output")
+	[[ "$(squeeze "$output")" =~ ^/dev/pts/[0-9]+\ sandbox$ ]]
+}
+
 @test "userns: a process escaping a sandbox lands as its host uid and can't touch another's workspace" {
 	read -r u1_uid u1_gid < <(range_of u1)
 	sb exec u2 -- sh -c 'echo secret >/mnt/data/secret'

@@ -1,0 +1,144 @@
+#define _GNU_SOURCE
+/* A process run in a sandbox, as exec.h tells: the front ends' options
+ * checked and completed with the sandbox's defaults, the handler imposing
+ * its rules in brig_container_exec, and the plain wait the API's workers
+ * use. */
+#include "sandbox/exec.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/utils.h"
+#include "container/container.h"
+#include "sandbox/profile.h"
+#include "spec/spec.h"
+
+#define WHAT "sandbox exec"
+
+static int check_options(const struct brig_sandbox_exec_options *o, brig_error_t *err)
+{
+    if (o->argv == NULL || o->argv[0] == NULL || o->argv[0][0] == '\0')
+        return brig_error_kind(err, BRIG_E_INPUT, WHAT ": missing the command to run");
+    /* Every process in a sandbox runs as its user, whoever asks. */
+    if (o->user && strcmp(o->user, "1000") != 0 && strcmp(o->user, "1000:1000") != 0
+        && strcmp(o->user, "sandbox") != 0)
+        return brig_error_kind(err, BRIG_E_INPUT,
+                               WHAT ": user `%s`: a sandbox runs every process as its user "
+                                    "sandbox (1000:1000)",
+                               o->user);
+    if (o->cwd && o->cwd[0] != '/')
+        return brig_error_kind(err, BRIG_E_INPUT, WHAT ": cwd `%s` is not an absolute path",
+                               o->cwd);
+    if (o->tty && o->pty_master == NULL)
+        return brig_error_kind(err, BRIG_E_INPUT,
+                               WHAT ": a terminal needs somewhere to put its master");
+    return 0;
+}
+
+static size_t count(char *const *v)
+{
+    size_t n = 0;
+    while (v && v[n])
+        n++;
+    return n;
+}
+
+/* The container's process with the caller's argv, env, cwd and terminal;
+ * the rest (user, capabilities, limits) the handler imposes. */
+static int start(const struct brig_sandbox_exec_options *o, struct brig_opened_container *opened,
+                 const struct brig_spec *spec, pid_t *pid, brig_error_t *err)
+{
+    static const struct brig_process none;
+    struct brig_process p = spec && spec->process ? *spec->process : none;
+    p.args.v = (char **) o->argv;
+    p.args.n = count(o->argv);
+    p.terminal = o->tty;
+    p.has_console_size = false;
+    p.cwd = (char *) (o->cwd ? o->cwd : BRIG_SANDBOX_DATA);
+    cleanup_free char **env = brig_env_overlay(&p.env, o->env, count(o->env), &p.env.n);
+    if (env == NULL)
+        return brig_error_set(err, ENOMEM, WHAT);
+    p.env.v = env;
+    struct brig_exec_options eo = {
+        .root = o->root,
+        .id = o->id,
+        .process = &p,
+        .pty_master = o->tty ? o->pty_master : NULL,
+        .stdio = o->stdio,
+        .spec = spec,
+        .opened = opened,
+    };
+    return brig_container_exec(&eo, pid, err);
+}
+
+int brig_sandbox_exec_start(const struct brig_sandbox_exec_options *o, struct brig_sandbox_exec *ex,
+                            brig_error_t *err)
+{
+    if (check_options(o, err) < 0)
+        return -1;
+    ex->pid = -1;
+    ex->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 0;
+    struct brig_opened_container opened = { -1, NULL };
+    cleanup_close int root_fd = -1;
+    struct brig_spec *spec = NULL;
+    opened.dir_fd = brig_container_open(o->root, o->id, &root_fd, &opened.state, err);
+    int r = opened.dir_fd < 0 ? -1 : brig_container_load_spec(opened.dir_fd, &spec, err);
+    if (r == 0)
+        r = start(o, &opened, spec, &ex->pid, err);
+    if (opened.dir_fd >= 0)
+        close(opened.dir_fd);
+    brig_state_free(opened.state);
+    brig_spec_free(spec);
+    if (r < 0 && (*err)->errnum == ENOENT && opened.dir_fd < 0)
+        return brig_error_kind(err, ENOENT, WHAT ": no sandbox `%s`", o->id);
+    if (r < 0)
+        return brig_error_wrap(err, WHAT), -1;
+    return 0;
+}
+
+/* Polls the process's pidfd until it exits or the time is up. */
+static int wait_exit_or_deadline(pid_t pid, int timeout_ms, bool *timed_out, brig_error_t *err)
+{
+    cleanup_close int pfd = (int) syscall(SYS_pidfd_open, pid, 0);
+    if (pfd < 0)
+        return brig_error_set(err, errno, WHAT ": pidfd_open");
+    struct timespec deadline;
+    brig_deadline_in(&deadline, timeout_ms);
+    for (;;) {
+        struct pollfd p = { .fd = pfd, .events = POLLIN };
+        int r = poll(&p, 1, brig_ms_until(&deadline));
+        if (r > 0)
+            return 0;
+        if (r < 0 && errno != EINTR)
+            return brig_error_set(err, errno, WHAT ": poll");
+        if (r == 0) {
+            /* The whole process group goes, children included. */
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+            *timed_out = true;
+            return 0;
+        }
+    }
+}
+
+int brig_sandbox_exec_wait(const struct brig_sandbox_exec *ex, bool *timed_out, brig_error_t *err)
+{
+    *timed_out = false;
+    if (ex->timeout_ms > 0 && wait_exit_or_deadline(ex->pid, ex->timeout_ms, timed_out, err) < 0)
+        return -1;
+    int w;
+    while (waitpid(ex->pid, &w, 0) < 0)
+        if (errno != EINTR)
+            return brig_error_set(err, errno, WHAT ": wait for %d", (int) ex->pid);
+    if (*timed_out)
+        return 124;
+    return WIFEXITED(w) ? WEXITSTATUS(w) : 128 + WTERMSIG(w);
+}
