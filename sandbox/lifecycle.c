@@ -207,6 +207,24 @@ static int read_settings(int dir_fd, const char *name, struct brig_profile_setti
     return 1;
 }
 
+int brig_sandbox_settings_read(const char *root, const char *id, struct brig_profile_settings *s,
+                               brig_error_t *err)
+{
+    cleanup_free char *path = NULL;
+    *s = (struct brig_profile_settings){ 0 };
+    if (asprintf(&path, "%s/%s", root, id) < 0) {
+        path = NULL;
+        return brig_error_set(err, ENOMEM, "sandbox settings");
+    }
+    cleanup_close int dir_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd < 0)
+        return brig_error_kind(err, ENOENT, "no sandbox container `%s`", id);
+    int r = read_settings(dir_fd, PROFILE_FILE, s, err);
+    if (r == 0)
+        return brig_error_kind(err, ENOENT, "`%s` is not a sandbox", id);
+    return r < 0 ? -1 : 0;
+}
+
 static int write_settings(int dir_fd, const char *name, const struct brig_profile_settings *s,
                           brig_error_t *err)
 {

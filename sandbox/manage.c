@@ -287,6 +287,20 @@ int brig_sandbox_list(const char *root, struct brig_sandbox_entry **out, size_t 
     return 0;
 }
 
+int brig_sandbox_get(const char *root, const char *id, struct brig_sandbox_entry *e,
+                     brig_error_t *err)
+{
+    *e = (struct brig_sandbox_entry){ .id = strdup(id) };
+    if (e->id == NULL)
+        return brig_error_set(err, ENOMEM, "sandbox");
+    if (brig_sandbox_id_validate(id, err) < 0 || !fill_entry(root, e)) {
+        free(e->id);
+        e->id = NULL;
+        return brig_error_kind(err, ENOENT, "no sandbox `%s`", id);
+    }
+    return 0;
+}
+
 void brig_sandbox_list_free(struct brig_sandbox_entry *entries, size_t n)
 {
     for (size_t i = 0; i < n; i++)

@@ -59,6 +59,10 @@ int brig_sandbox_list(const char *root, struct brig_sandbox_entry **out, size_t 
                       brig_error_t *err);
 void brig_sandbox_list_free(struct brig_sandbox_entry *entries, size_t n);
 
+/* One sandbox's entry (free its id); a missing one is ENOENT. */
+int brig_sandbox_get(const char *root, const char *id, struct brig_sandbox_entry *e,
+                     brig_error_t *err);
+
 /* criu's dump of the sandbox into image_path (NULL: HOME/ID/checkpoint);
  * its data stays where it is. Unless leave_running, its container is gone
  * afterwards while its dir remains for restore. */

@@ -30,4 +30,10 @@ int brig_sandbox_prepare(struct brig_create_options *o, const char *profile,
                          const struct brig_profile_settings *settings,
                          struct brig_profile_settings *use, brig_error_t *err);
 
+/* The settings of the sandbox container `id` in the state root (its
+ * limits, network, ...): ENOENT when there is no such container, or it
+ * is not a sandbox. Clear them with brig_profile_settings_clear. */
+int brig_sandbox_settings_read(const char *root, const char *id, struct brig_profile_settings *s,
+                               brig_error_t *err);
+
 #endif
