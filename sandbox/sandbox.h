@@ -36,4 +36,12 @@ int brig_sandbox_prepare(struct brig_create_options *o, const char *profile,
 int brig_sandbox_settings_read(const char *root, const char *id, struct brig_profile_settings *s,
                                brig_error_t *err);
 
+/* Sets the knob `key` (data-size, memory, pids, cpus, network, userns,
+ * malloc-conf; with `paths` also rootfs, services, and a network
+ * namespace's path for network) from a user's text, checked: a bad value
+ * is BRIG_E_INPUT, its message naming it as `shown` ("--memory",
+ * "memory"). A path is made absolute. */
+int brig_sandbox_setting(struct brig_profile_settings *s, const char *key, const char *shown,
+                         const char *value, bool paths, brig_error_t *err);
+
 #endif

@@ -165,28 +165,6 @@ int brig_bad_option(char **argv)
     return brig_fail_msg("%s: unknown or incomplete option `%s`", brig_command_name, flag);
 }
 
-/* "5s", "500ms", "1m", "2" (seconds) → milliseconds. */
-int brig_parse_duration_ms(const char *text, int *out)
-{
-    char *end;
-    double v = strtod(text, &end);
-    if (end == text || v < 0)
-        return -1;
-    double ms;
-    if (*end == '\0' || strcmp(end, "s") == 0)
-        ms = v * 1000;
-    else if (strcmp(end, "ms") == 0)
-        ms = v;
-    else if (strcmp(end, "m") == 0)
-        ms = v * 60000;
-    else
-        return -1;
-    if (ms < 1 || ms > 86400000)
-        return -1;
-    *out = (int) ms;
-    return 0;
-}
-
 int brig_parse_plain(int argc, char **argv, const char *usage, int n_args, const char *what)
 {
     static const struct option opts[] = { { "help", no_argument, NULL, 'h' }, { 0 } };

@@ -65,10 +65,6 @@ int brig_parse_args(int argc, char **argv, int min, int max, const char *what);
  * arguments. */
 int brig_parse_plain(int argc, char **argv, const char *usage, int n_args, const char *what);
 
-/* Not a parser, a conversion that reports nothing: "5s", "500ms", "1m",
- * "2" (seconds) → milliseconds; -1 when malformed. */
-int brig_parse_duration_ms(const char *text, int *out);
-
 /* Reporter: prints usage (to stdout, for --help) and returns 0. */
 int brig_usage(const char *text);
 

@@ -12,6 +12,7 @@
 #include "brig.h"
 #include "base/cleanup.h"
 #include "cli.h"
+#include "base/utils.h"
 #include "sandbox/exec.h"
 #include "sandbox/layout.h"
 #include "sandbox_cmd.h"

@@ -331,3 +331,25 @@ int brig_ms_until(const struct timespec *t)
                    + (t->tv_nsec - now.tv_nsec) / 1000000;
     return ms > 0 ? (ms > 0x7fffffff ? 0x7fffffff : (int) ms) : 0;
 }
+
+int brig_parse_duration_ms(const char *text, int *out)
+{
+    static const struct {
+        const char *suffix;
+        double ms;
+    } units[] = { { "", 1000 }, { "s", 1000 }, { "ms", 1 }, { "m", 60000 }, { "h", 3600000 } };
+    char *end;
+    double v = strtod(text, &end);
+    if (end == text || !(v >= 0) || text[0] == '-' || text[0] == '+')
+        return -1;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(end, units[i].suffix) != 0)
+            continue;
+        double ms = v * units[i].ms;
+        if (ms < 1 || ms > 30.0 * 86400000)
+            return -1;
+        *out = (int) ms;
+        return 0;
+    }
+    return -1;
+}

@@ -1,0 +1,92 @@
+#define _GNU_SOURCE
+/* A sandbox's knobs set from what a user typed (`sandbox create`'s
+ * flags, the API's fields), checked the same way for both. */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sandbox/sandbox.h"
+
+static int set_string(char **field, const char *value, brig_error_t *err)
+{
+    char *copy = strdup(value);
+    if (copy == NULL)
+        return brig_error_set(err, ENOMEM, "settings");
+    free(*field);
+    *field = copy;
+    return 0;
+}
+
+static int set_path(char **field, const char *shown, const char *value, brig_error_t *err)
+{
+    char *abs = realpath(value, NULL);
+    if (abs == NULL)
+        return brig_error_kind(err, BRIG_E_INPUT, "%s `%s`: %s", shown, value, strerror(errno));
+    free(*field);
+    *field = abs;
+    return 0;
+}
+
+static int set_size(int64_t *field, const char *shown, const char *value, int64_t min,
+                    const char *min_text, brig_error_t *err)
+{
+    if (brig_profile_parse_size(value, field) < 0 || *field < min)
+        return brig_error_kind(err, BRIG_E_INPUT, "invalid %s `%s` (at least %s)", shown, value,
+                               min_text);
+    return 0;
+}
+
+static int set_network(struct brig_profile_settings *s, const char *shown, const char *value,
+                       bool paths, brig_error_t *err)
+{
+    free(s->network);
+    s->network = NULL;
+    free(s->netns);
+    s->netns = NULL;
+    if (strcmp(value, BRIG_NETWORK_PACKAGES) == 0)
+        return set_string(&s->network, value, err);
+    if (strcmp(value, BRIG_NETWORK_NONE) == 0)
+        return 0;
+    if (!paths || value[0] != '/')
+        return brig_error_kind(err, BRIG_E_INPUT, "invalid %s `%s` (packages or none%s)", shown,
+                               value, paths ? ", or a namespace's path" : "");
+    return set_path(&s->netns, shown, value, err);
+}
+
+int brig_sandbox_setting(struct brig_profile_settings *s, const char *key, const char *shown,
+                         const char *value, bool paths, brig_error_t *err)
+{
+    if (strcmp(key, "data-size") == 0)
+        return set_size(&s->data_size, shown, value, INT64_C(4) << 20, "4M", err);
+    if (strcmp(key, "memory") == 0)
+        return set_size(&s->memory, shown, value, INT64_C(16) << 20, "16M", err);
+    if (strcmp(key, "pids") == 0) {
+        char *end;
+        errno = 0;
+        long v = strtol(value, &end, 10);
+        if (errno || end == value || *end || v < 8 || v > 1 << 22)
+            return brig_error_kind(err, BRIG_E_INPUT, "invalid %s `%s` (at least 8)", shown, value);
+        s->pids = v;
+        return 0;
+    }
+    if (strcmp(key, "cpus") == 0)
+        return brig_profile_parse_cpus(value, &s->cpus_milli) < 0
+                   ? brig_error_kind(err, BRIG_E_INPUT, "invalid %s `%s`", shown, value)
+                   : 0;
+    if (strcmp(key, "network") == 0)
+        return set_network(s, shown, value, paths, err);
+    if (strcmp(key, "userns") == 0) {
+        if (strcmp(value, BRIG_USERNS_AUTO) != 0 && strcmp(value, BRIG_USERNS_HOST) != 0)
+            return brig_error_kind(err, BRIG_E_INPUT, "invalid %s `%s` (auto or host)", shown,
+                                   value);
+        return set_string(&s->userns, value, err);
+    }
+    if (paths && strcmp(key, "rootfs") == 0)
+        return set_path(&s->rootfs, shown, value, err);
+    if (paths && strcmp(key, "services") == 0)
+        return set_path(&s->init_config, shown, value, err);
+    if (strcmp(key, "malloc-conf") == 0)
+        return set_string(&s->malloc_conf, value, err);
+    return brig_error_kind(err, BRIG_E_INPUT, "unknown setting %s", shown);
+}
