@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
 #include "base/error.h"
@@ -43,19 +44,27 @@ struct brig_egress_rule {
 struct brig_egress_conf {
     struct brig_egress_rule *rules;
     size_t n;
-    int max_connections; /* per sandbox */
-    int idle_timeout;    /* seconds without a byte either way */
-    int connect_timeout; /* seconds to resolve and connect */
+    /* `download` entries: what `brig sandbox download` may fetch from
+     * besides the rules above. Never the proxy's. */
+    struct brig_egress_rule *downloads;
+    size_t n_downloads;
+    uint64_t download_max_size; /* bytes; the default cap of a download */
+    int max_connections;        /* per sandbox */
+    int idle_timeout;           /* seconds without a byte either way */
+    int connect_timeout;        /* seconds to resolve and connect */
 };
 
 #define BRIG_EGRESS_MAX_CONNECTIONS 64
 #define BRIG_EGRESS_IDLE_TIMEOUT 120
 #define BRIG_EGRESS_CONNECT_TIMEOUT 15
+#define BRIG_EGRESS_DOWNLOAD_MAX_SIZE (UINT64_C(1) << 30)
 
 /* Parses egress.conf:
  *   # comment
  *   allow HOST[:PORT]           a name, *.suffix (its subdomains), or IP
  *   allow-private HOST[:PORT]   a name or IP that may be non-public
+ *   download HOST[:PORT]        as allow, for `brig sandbox download` only
+ *   download-max-size SIZE      a download's default cap (K, M, G, T)
  *   max-connections N           per sandbox at once
  *   idle-timeout SECONDS
  *   connect-timeout SECONDS
@@ -73,6 +82,12 @@ int brig_egress_conf_add_url(struct brig_egress_conf *c, const char *url);
  * CONNECT or plain HTTP; NULL when none does. */
 const struct brig_egress_rule *brig_egress_match(const struct brig_egress_conf *c, const char *host,
                                                  int port, bool connect);
+
+/* The rule that lets `brig sandbox download` fetch from `host` on `port`
+ * (an https:// URL as CONNECT, an http:// one as plain HTTP): an allow
+ * rule or a download rule; NULL when none does. */
+const struct brig_egress_rule *brig_egress_download_match(const struct brig_egress_conf *c,
+                                                          const char *host, int port, bool https);
 
 /* The host's own package sources as a list (no egress.conf): the hosts of
  * apt's sources (`apt` texts: sources.list lines and deb822 URIs), npm's

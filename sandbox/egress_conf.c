@@ -12,12 +12,16 @@
 #include "base/cleanup.h"
 #include "base/utils.h"
 #include "sandbox/egress.h"
+#include "sandbox/profile.h"
 
 void brig_egress_conf_free(struct brig_egress_conf *c)
 {
     for (size_t i = 0; i < c->n; i++)
         free(c->rules[i].host);
     free(c->rules);
+    for (size_t i = 0; i < c->n_downloads; i++)
+        free(c->downloads[i].host);
+    free(c->downloads);
     *c = (struct brig_egress_conf){ 0 };
 }
 
@@ -27,6 +31,7 @@ static void conf_defaults(struct brig_egress_conf *c)
         .max_connections = BRIG_EGRESS_MAX_CONNECTIONS,
         .idle_timeout = BRIG_EGRESS_IDLE_TIMEOUT,
         .connect_timeout = BRIG_EGRESS_CONNECT_TIMEOUT,
+        .download_max_size = BRIG_EGRESS_DOWNLOAD_MAX_SIZE,
     };
 }
 
@@ -95,14 +100,20 @@ static int parse_target(const char *word, bool wildcard_ok, struct brig_egress_r
     return rule->host ? 0 : -2;
 }
 
-static int add_rule(struct brig_egress_conf *c, const struct brig_egress_rule *rule)
+static int push_rule(struct brig_egress_rule **rules, size_t *n,
+                     const struct brig_egress_rule *rule)
 {
-    struct brig_egress_rule *bigger = realloc(c->rules, (c->n + 1) * sizeof *bigger);
+    struct brig_egress_rule *bigger = realloc(*rules, (*n + 1) * sizeof *bigger);
     if (bigger == NULL)
         return -1;
-    c->rules = bigger;
-    c->rules[c->n++] = *rule;
+    *rules = bigger;
+    bigger[(*n)++] = *rule;
     return 0;
+}
+
+static int add_rule(struct brig_egress_conf *c, const struct brig_egress_rule *rule)
+{
+    return push_rule(&c->rules, &c->n, rule);
 }
 
 static int parse_number(const char *word, int *out)
@@ -113,6 +124,42 @@ static int parse_number(const char *word, int *out)
     if (errno || end == word || *end || v < 1 || v > 1000000)
         return -1;
     *out = (int) v;
+    return 0;
+}
+
+/* `allow`, `allow-private` and `download`: a rule into its list. 1 when
+ * `key` is none of them. */
+static int parse_rule(const char *key, const char *word, struct brig_egress_conf *c,
+                      const char **why)
+{
+    bool allow = strcmp(key, "allow") == 0, priv = strcmp(key, "allow-private") == 0;
+    bool download = strcmp(key, "download") == 0;
+    if (!allow && !priv && !download)
+        return 1;
+    struct brig_egress_rule rule = { .private_ok = priv };
+    int r = parse_target(word, !priv, &rule);
+    if (r == -1)
+        *why = priv ? "expected an exact host or IP, with an optional :PORT"
+                    : "expected a host, *.suffix or IP, with an optional :PORT";
+    if (r == 0
+        && (download ? push_rule(&c->downloads, &c->n_downloads, &rule) : add_rule(c, &rule)) < 0) {
+        free(rule.host);
+        r = -2;
+    }
+    if (r == -2)
+        *why = "out of memory";
+    return r < 0 ? -1 : 0;
+}
+
+/* `download-max-size SIZE`, with K, M, G, T as brig's other sizes. */
+static int parse_max_size(const char *word, struct brig_egress_conf *c, const char **why)
+{
+    int64_t size;
+    if (brig_profile_parse_size(word, &size) < 0) {
+        *why = "expected a size from 1 (K, M, G, T suffixes)";
+        return -1;
+    }
+    c->download_max_size = (uint64_t) size;
     return 0;
 }
 
@@ -128,28 +175,18 @@ static int parse_line(char *line, struct brig_egress_conf *c, const char **why)
         *why = "expected `KEY VALUE`";
         return -1;
     }
-    bool allow = strcmp(words[0], "allow") == 0, priv = strcmp(words[0], "allow-private") == 0;
-    if (allow || priv) {
-        struct brig_egress_rule rule = { .private_ok = priv };
-        int r = parse_target(words[1], allow, &rule);
-        if (r == -1)
-            *why = priv ? "expected an exact host or IP, with an optional :PORT"
-                        : "expected a host, *.suffix or IP, with an optional :PORT";
-        if (r == 0 && add_rule(c, &rule) < 0) {
-            free(rule.host);
-            r = -2;
-        }
-        if (r == -2)
-            *why = "out of memory";
-        return r < 0 ? -1 : 0;
-    }
+    int r = parse_rule(words[0], words[1], c, why);
+    if (r <= 0)
+        return r;
+    if (strcmp(words[0], "download-max-size") == 0)
+        return parse_max_size(words[1], c, why);
     int *field = strcmp(words[0], "max-connections") == 0   ? &c->max_connections
                  : strcmp(words[0], "idle-timeout") == 0    ? &c->idle_timeout
                  : strcmp(words[0], "connect-timeout") == 0 ? &c->connect_timeout
                                                             : NULL;
     if (field == NULL) {
-        *why = "unknown key (allow, allow-private, max-connections, idle-timeout, "
-               "connect-timeout)";
+        *why = "unknown key (allow, allow-private, download, download-max-size, "
+               "max-connections, idle-timeout, connect-timeout)";
         return -1;
     }
     if (parse_number(words[1], field) < 0) {
@@ -208,6 +245,16 @@ const struct brig_egress_rule *brig_egress_match(const struct brig_egress_conf *
             return r;
     }
     return NULL;
+}
+
+const struct brig_egress_rule *brig_egress_download_match(const struct brig_egress_conf *c,
+                                                          const char *host, int port, bool https)
+{
+    const struct brig_egress_rule *r = brig_egress_match(c, host, port, https);
+    if (r)
+        return r;
+    const struct brig_egress_conf downloads = { .rules = c->downloads, .n = c->n_downloads };
+    return brig_egress_match(&downloads, host, port, https);
 }
 
 /* ---- the host's package sources ---- */

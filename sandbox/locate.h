@@ -1,5 +1,6 @@
-/* The sandbox's helper programs (brig-init, brig-egress) and files found
- * as an installed brig, a build tree and a test run each want them. */
+/* The sandbox's helper programs (brig-init, brig-egress, brig-fetch) and
+ * files found as an installed brig, a build tree and a test run each want
+ * them. */
 #ifndef BRIG_SANDBOX_LOCATE_H
 #define BRIG_SANDBOX_LOCATE_H
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -110,6 +111,87 @@ int brig_sandbox_data_create(int tree_fd, const char *name, brig_error_t *err)
     return fd;
 }
 
+/* `fd` given to the sandbox user, as the host sees it: the owner of
+ * /mnt/data itself (uid 1000, or its id in the sandbox's own range). */
+static int own_as_top(int tree_fd, int fd)
+{
+    struct stat top;
+    return fstat(tree_fd, &top) < 0 || fchown(fd, top.st_uid, top.st_gid) < 0 ? -1 : 0;
+}
+
+int brig_sandbox_data_create_unseen(int tree_fd, const char *name, struct brig_sandbox_data_file *f,
+                                    brig_error_t *err)
+{
+    *f = (struct brig_sandbox_data_file) BRIG_SANDBOX_DATA_FILE_INIT;
+    cleanup_free char *clean = brig_path_clean(name);
+    if (clean == NULL)
+        return brig_error_set(err, ENOMEM, CP);
+    char *slash = strrchr(clean, '/');
+    const char *leaf = slash ? slash + 1 : clean;
+    if (strcmp(leaf, ".") == 0 || strcmp(leaf, "..") == 0 || leaf[0] == '\0')
+        return brig_error_set(err, 0, "not a file name");
+    f->leaf = strdup(leaf);
+    if (f->leaf == NULL)
+        return brig_error_set(err, ENOMEM, CP);
+    if (slash)
+        *slash = '\0';
+    const char *dir = slash == NULL ? "." : slash == clean ? "/" : clean;
+    f->dir_fd = brig_path_open_in_root(tree_fd, dir, O_PATH | O_DIRECTORY, 0, err);
+    if (f->dir_fd < 0) {
+        brig_sandbox_data_file_close(f);
+        return -1;
+    }
+    f->fd = openat(f->dir_fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+    if (f->fd < 0 || fchmod(f->fd, 0644) < 0 || own_as_top(tree_fd, f->fd) < 0) {
+        int saved = errno;
+        brig_sandbox_data_file_close(f);
+        return brig_error_set(err, saved, "a new file");
+    }
+    return 0;
+}
+
+/* The unnamed file linked in under a fresh name of ours: a name the
+ * sandbox may have taken is tried again. */
+static int link_fresh(const struct brig_sandbox_data_file *f, char *tmp, size_t size)
+{
+    char proc[BRIG_FD_PATH_MAX];
+    brig_fd_path(f->fd, proc);
+    for (int tries = 0; tries < 16; tries++) {
+        uint64_t r = 0;
+        if (getrandom(&r, sizeof r, 0) < 0)
+            r = (uint64_t) getpid() << 8 | (uint64_t) tries;
+        snprintf(tmp, size, ".brig-new-%016llx", (unsigned long long) r);
+        if (linkat(AT_FDCWD, proc, f->dir_fd, tmp, AT_SYMLINK_FOLLOW) == 0)
+            return 0;
+        if (errno != EEXIST)
+            return -1;
+    }
+    return -1;
+}
+
+int brig_sandbox_data_publish(struct brig_sandbox_data_file *f, brig_error_t *err)
+{
+    char tmp[64];
+    if (link_fresh(f, tmp, sizeof tmp) < 0)
+        return brig_error_set(err, errno, "link `%s`", f->leaf);
+    if (renameat(f->dir_fd, tmp, f->dir_fd, f->leaf) < 0) {
+        int saved = errno;
+        unlinkat(f->dir_fd, tmp, 0);
+        return brig_error_set(err, saved, "rename to `%s`", f->leaf);
+    }
+    return 0;
+}
+
+void brig_sandbox_data_file_close(struct brig_sandbox_data_file *f)
+{
+    if (f->fd >= 0)
+        close(f->fd);
+    if (f->dir_fd >= 0)
+        close(f->dir_fd);
+    free(f->leaf);
+    *f = (struct brig_sandbox_data_file) BRIG_SANDBOX_DATA_FILE_INIT;
+}
+
 int brig_sandbox_data_read(int tree_fd, const char *rel, brig_error_t *err)
 {
     int fd = brig_path_open_in_root(tree_fd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0, err);
@@ -144,10 +226,7 @@ int brig_sandbox_copy_in(const char *src, const char *id, const char *rel, brig_
     cleanup_close int out = brig_sandbox_data_create(tree, name, err);
     if (out < 0)
         return brig_error_wrap(err, CP ": `%s:%s/%s`", id, BRIG_SANDBOX_DATA, name);
-    /* The sandbox user's, as the host sees it: the owner of /mnt/data
-     * itself (uid 1000, or its id in the sandbox's own range). */
-    struct stat top;
-    if (fstat(tree, &top) < 0 || fchown(out, top.st_uid, top.st_gid) < 0 || copy_fd(in, out) < 0)
+    if (own_as_top(tree, out) < 0 || copy_fd(in, out) < 0)
         return brig_error_set(err, errno, CP ": `%s:%s/%s`", id, BRIG_SANDBOX_DATA, name);
     return 0;
 }

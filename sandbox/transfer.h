@@ -31,6 +31,27 @@ int brig_sandbox_data_target(int tree_fd, const char *rel, const char *src, char
 /* `name` in the tree opened for writing: created 0644, or truncated. */
 int brig_sandbox_data_create(int tree_fd, const char *name, brig_error_t *err);
 
+/* A file put in place whole or not at all (a download): an unnamed file
+ * (O_TMPFILE) in the directory of the tree `name` goes into, owned by the
+ * sandbox user, that no one sees until brig_sandbox_data_publish links it
+ * in under its name, in place of whatever had it (a symlink there is
+ * replaced, never followed). Closed unpublished, or its writer killed,
+ * it leaves nothing behind. */
+struct brig_sandbox_data_file {
+    int fd;     /* write the contents here */
+    int dir_fd; /* the directory it goes into */
+    char *leaf; /* its name there */
+};
+#define BRIG_SANDBOX_DATA_FILE_INIT \
+    {                               \
+        -1, -1, NULL                \
+    }
+
+int brig_sandbox_data_create_unseen(int tree_fd, const char *name, struct brig_sandbox_data_file *f,
+                                    brig_error_t *err);
+int brig_sandbox_data_publish(struct brig_sandbox_data_file *f, brig_error_t *err);
+void brig_sandbox_data_file_close(struct brig_sandbox_data_file *f);
+
 /* A regular file of the tree opened for reading; anything else is the
  * error "not a regular file". */
 int brig_sandbox_data_read(int tree_fd, const char *rel, brig_error_t *err);

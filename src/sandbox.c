@@ -18,6 +18,7 @@ static const char usage[] =
     "  create [options] ID          start a sandbox\n"
     "  exec [options] ID -- CMD...  run a command in it (user sandbox, cwd /mnt/data)\n"
     "  cp SRC ID:PATH | ID:PATH DST copy a file into or out of /mnt/data\n"
+    "  download ID URL PATH         fetch URL on the host's side into /mnt/data\n"
     "  ls                           the sandboxes: state, age, /mnt/data use\n"
     "  rm ID                        kill it and remove everything, /mnt/data included\n"
     "  checkpoint [options] ID      dump its processes to disk (criu), data kept\n"
@@ -127,6 +128,7 @@ int brig_cmd_sandbox(int argc, char **argv)
         { "create", sandbox_cmd_create },
         { "exec", sandbox_cmd_exec },
         { "cp", sandbox_cmd_cp },
+        { "download", sandbox_cmd_download },
         { "ls", cmd_ls },
         { "rm", cmd_rm },
         { "checkpoint", sandbox_cmd_checkpoint },
@@ -134,7 +136,8 @@ int brig_cmd_sandbox(int argc, char **argv)
     };
     if (argc < 2)
         return brig_fail_msg(
-            "sandbox: missing command (create, exec, cp, ls, rm, checkpoint, restore; see `brig sandbox --help`)");
+            "sandbox: missing command (create, exec, cp, download, ls, rm, checkpoint, restore; "
+            "see `brig sandbox --help`)");
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
         return brig_usage(usage);
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
@@ -144,5 +147,6 @@ int brig_cmd_sandbox(int argc, char **argv)
         }
     }
     return brig_fail_msg(
-        "sandbox: unknown command `%s` (create, exec, cp, ls, rm, checkpoint, restore)", argv[1]);
+        "sandbox: unknown command `%s` (create, exec, cp, download, ls, rm, checkpoint, restore)",
+        argv[1]);
 }

@@ -122,7 +122,6 @@ void egress_resolve_cancel(struct conn *c);
 /* sources.c: the allow-list: egress.conf, or the host's package sources */
 int egress_load_conf(const char *path, struct brig_egress_conf *c, char *source, size_t size,
                      brig_error_t *err);
-int egress_local_nets(struct brig_egress_net **out, size_t *n);
 int egress_npm_watch(struct proxy *p);
 void egress_npm_done(struct proxy *p);
 

@@ -24,6 +24,7 @@
 
 #include "base/cleanup.h"
 #include "egress.h"
+#include "sandbox/egress_sources.h"
 
 #define LOG_DEFAULT "/var/log/brig/egress.log"
 
@@ -46,7 +47,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         { "help", no_argument, NULL, 'h' },
         { 0 },
     };
-    *o = (struct options){ env_or("BRIG_EGRESS_CONFIG", BRIG_EGRESS_CONF), brig_egress_dir(),
+    *o = (struct options){ brig_egress_conf_path(), brig_egress_dir(),
                            env_or("BRIG_EGRESS_LOG", LOG_DEFAULT) };
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -168,7 +169,7 @@ static void dispatch(struct proxy *p, struct ep *tag, unsigned events)
              * interface added since is one of the host's networks too. */
             egress_sandboxes_scan(p);
             free(p->local);
-            if (egress_local_nets(&p->local, &p->n_local) < 0)
+            if (brig_egress_local_nets(&p->local, &p->n_local) < 0)
                 egress_log(p, "the host's networks: %s", strerror(errno));
         }
         break;
@@ -252,7 +253,7 @@ int main(int argc, char **argv)
         egress_log(&p, "stopped: cannot set up in %s: %s", p.dir, strerror(errno));
         return 1;
     }
-    egress_local_nets(&p.local, &p.n_local);
+    brig_egress_local_nets(&p.local, &p.n_local);
     /* As many fds as allowed: two a connection. */
     struct rlimit nofile;
     if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {

@@ -11,21 +11,6 @@ load helpers
 
 ROOTFS_TREE=${BRIG_SANDBOX_ROOTFS:-/var/lib/brig/rootfs}
 
-# The first http:// source of apt's, as "URI SUITE".
-apt_source() {
-	local f
-	for f in /etc/apt/sources.list.d/*.sources; do
-		[ -e "$f" ] || continue
-		awk '/^URIs:/ && !u { u = $2 } /^Suites:/ && !s { s = $2 } END { if (u ~ /^http:/) print u, s }' "$f"
-	done
-	cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-		awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^http:/) { print $i, $(i + 1); exit } }'
-}
-
-url_host() {
-	echo "$1" | sed -E 's|^[a-z]+://([^/:]+).*|\1|'
-}
-
 # stop_proxy LOG: the proxies that logged their start there, stopped.
 stop_proxy() {
 	local pid

@@ -494,3 +494,23 @@ require_sandboxes() {
 			fail "sandbox $id did not start: $(cat "$BATS_FILE_TMPDIR/$id.out")"
 	done
 }
+
+# ------------------------------------------------------ real traffic ----
+# Tests that need the network find their hosts where the host's own tools
+# are configured: nothing in the project names a mirror.
+
+# The first http:// source of apt's, as "URI SUITE".
+apt_source() {
+	local f
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[ -e "$f" ] || continue
+		awk '/^URIs:/ && !u { u = $2 } /^Suites:/ && !s { s = $2 } END { if (u ~ /^http:/) print u, s }' "$f"
+	done
+	cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+		awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^http:/) { print $i, $(i + 1); exit } }'
+}
+
+# url_host URL: its host.
+url_host() {
+	echo "$1" | sed -E 's|^[a-z]+://([^/:]+).*|\1|'
+}

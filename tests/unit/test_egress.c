@@ -1,7 +1,8 @@
 /* sandbox/egress_conf.c, egress_http.c, egress_addr.c: the allow-list and
- * its matching, the list made from the host's package sources, request
- * heads (and the rewrite for the origin), and which addresses count as
- * public. All pure. */
+ * its matching (the proxy's, and downloads' with their `download`
+ * rules), the list made from the host's package sources, request heads
+ * (and the rewrite for the origin), and which addresses count as public.
+ * All pure. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -11,6 +12,21 @@
 
 #include "sandbox/egress.h"
 #include "unit.h"
+
+/* An egress.conf text refused with `want` in the error. */
+static void check_refused(const char *text, const char *want)
+{
+    struct brig_egress_conf c;
+    brig_error_t err = NULL;
+    int rc = brig_egress_conf_parse(text, "egress.conf", &c, &err);
+    bool ok = rc < 0 && err && strstr(err->msg, want);
+    CHECK(ok, want);
+    if (!ok)
+        printf("#   got \"%s\"\n", err ? err->msg : "(none)");
+    if (rc == 0)
+        brig_egress_conf_free(&c);
+    brig_error_release(&err);
+}
 
 static void test_conf(void)
 {
@@ -61,14 +77,62 @@ static void test_conf(void)
         { "max-connections 0\n", "line 1: expected a whole number" },
         { "frobnicate yes\n", "line 1: unknown key" },
     };
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        int rc = brig_egress_conf_parse(bad[i].text, "egress.conf", &c, &err);
-        bool ok = rc < 0 && err && strstr(err->msg, bad[i].want);
-        CHECK(ok, bad[i].want);
-        if (!ok)
-            printf("#   got \"%s\"\n", err ? err->msg : "(none)");
-        brig_error_release(&err);
-    }
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        check_refused(bad[i].text, bad[i].want);
+}
+
+/* `download` entries: their own list, seen by downloads only. */
+static void test_download_conf(void)
+{
+    struct brig_egress_conf c;
+    brig_error_t err = NULL;
+    const char *text = "allow deb.mirror.example\n"
+                       "download Files.Example\n"
+                       "download *.cdn.example:8443   # a comment after\n"
+                       "download [2001:db8::7]\n"
+                       "allow-private 127.0.0.1:8000\n"
+                       "download-max-size 512M\n";
+    CHECK(brig_egress_conf_parse(text, "egress.conf", &c, &err) == 0, "download: parses");
+    CHECK(c.n == 2 && c.n_downloads == 3, "download: its own list, apart from the proxy's rules");
+    CHECK(c.download_max_size == (UINT64_C(512) << 20), "download-max-size: 512M");
+    CHECK(brig_egress_match(&c, "files.example", 443, true) == NULL
+              && brig_egress_match(&c, "files.example", 80, false) == NULL,
+          "download: the proxy never lets a download-only host through");
+    CHECK(brig_egress_download_match(&c, "files.example", 443, true) != NULL
+              && brig_egress_download_match(&c, "files.example", 80, false) != NULL,
+          "download: https and http, lower-cased, on the schemes' ports");
+    CHECK(brig_egress_download_match(&c, "files.example", 8080, false) == NULL,
+          "download: another port is not the rule's");
+    CHECK(brig_egress_download_match(&c, "a.cdn.example", 8443, true) != NULL
+              && brig_egress_download_match(&c, "cdn.example", 8443, true) == NULL
+              && brig_egress_download_match(&c, "a.cdn.example", 443, true) == NULL,
+          "download: *.suffix and its port");
+    CHECK(brig_egress_download_match(&c, "2001:db8::7", 443, true) != NULL,
+          "download: an IPv6 literal");
+    CHECK(brig_egress_download_match(&c, "deb.mirror.example", 443, true) != NULL,
+          "download: an allow rule lets a download through too");
+    const struct brig_egress_rule *r = brig_egress_download_match(&c, "127.0.0.1", 8000, false);
+    CHECK(r && r->private_ok, "download: allow-private holds for downloads");
+    CHECK(brig_egress_download_match(&c, "other.example", 443, true) == NULL,
+          "download: a host on neither list");
+    brig_egress_conf_free(&c);
+    CHECK(brig_egress_conf_parse("allow x.example\n", "egress.conf", &c, &err) == 0
+              && c.n_downloads == 0 && c.download_max_size == BRIG_EGRESS_DOWNLOAD_MAX_SIZE,
+          "download: none, and the 1G cap by default");
+    brig_egress_conf_free(&c);
+
+    static const struct {
+        const char *text, *want;
+    } bad[] = {
+        { "download\n", "line 1: expected `KEY VALUE`" },
+        { "download bad_host!\n", "line 1: expected a host, *.suffix or IP" },
+        { "download x.org:0\n", "line 1: expected a host" },
+        { "\ndownload-max-size 0\n", "line 2: expected a size from 1" },
+        { "download-max-size lots\n", "line 1: expected a size from 1" },
+        { "download-max-size 5X\n", "line 1: expected a size from 1" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        check_refused(bad[i].text, bad[i].want);
 }
 
 static void test_sources(void)
@@ -241,6 +305,7 @@ static void test_addresses(void)
 int main(void)
 {
     test_conf();
+    test_download_conf();
     test_sources();
     test_requests();
     test_addresses();

@@ -3,6 +3,7 @@
  * it, through openat2 and through the user-space walk. Nothing may be read
  * from or written to outside the tree. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -213,6 +214,92 @@ static void test_create(void)
     unlink(p);
 }
 
+/* A file made unseen in the tree: 1 when published, 0 when closed
+ * before, -1 when it could not be made. */
+static int unseen(const char *name, bool publish)
+{
+    brig_error_t err = NULL;
+    struct brig_sandbox_data_file f = BRIG_SANDBOX_DATA_FILE_INIT;
+    if (brig_sandbox_data_create_unseen(tree_fd, name, &f, &err) < 0) {
+        brig_error_release(&err);
+        return -1;
+    }
+    int r = write(f.fd, "new\n", 4) == 4 && (!publish || brig_sandbox_data_publish(&f, &err) == 0);
+    brig_error_release(&err);
+    brig_sandbox_data_file_close(&f);
+    return r && publish ? 1 : 0;
+}
+
+/* What the tree holds at rel: its text, or "(none)"; a link, "(link)". */
+static const char *tree_text(const char *rel)
+{
+    static char buf[64];
+    char p[256];
+    struct stat st;
+    in_tree(rel, p, sizeof p);
+    if (lstat(p, &st) < 0)
+        return "(none)";
+    if (S_ISLNK(st.st_mode))
+        return "(link)";
+    FILE *f = fopen(p, "r");
+    buf[0] = '\0';
+    if (f == NULL || fgets(buf, sizeof buf, f) == NULL)
+        snprintf(buf, sizeof buf, "(unreadable)");
+    if (f)
+        fclose(f);
+    return buf;
+}
+
+/* Nothing but what was there and what a test published. */
+static bool tree_holds_only(const char *const *names)
+{
+    cleanup_dir DIR *d = opendir(tree);
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL) {
+        bool known = strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0;
+        for (size_t i = 0; !known && names[i]; i++)
+            known = strcmp(de->d_name, names[i]) == 0;
+        if (!known)
+            return false;
+    }
+    return d != NULL;
+}
+
+static void test_unseen(void)
+{
+    static const char *const before[] = { "file", "sub", "victim_link", "abs", "rel", "up", NULL };
+    char label[96];
+    CHECK(unseen("dropped.txt", false) == 0 && tree_holds_only(before),
+          "unseen: closed unpublished, nothing is left");
+    CHECK(unseen("sub/new.txt", true) == 1, "unseen: published in a subdirectory");
+    CHECK_STR(tree_text("sub/new.txt"), "new\n", "unseen: its contents under its name");
+    CHECK(unseen("file", true) == 1, "unseen: published over a file");
+    CHECK_STR(tree_text("file"), "new\n", "unseen: the file replaced");
+    /* A link as the name itself: replaced, the host's file intact. */
+    CHECK(unseen("victim_link", true) == 1 && victim_untouched(),
+          "unseen: over a link to the host");
+    CHECK_STR(tree_text("victim_link"), "new\n", "unseen: the link replaced by the file");
+    snprintf(label, sizeof label, "%s: unseen: no dir through a link out", mode());
+    CHECK(unseen("abs/x", true) < 0 && unseen("rel/x", true) < 0 && victim_untouched(), label);
+    CHECK(unseen("up/top.txt", true) == 1, "unseen: a link up stops at the tree's top");
+    CHECK_STR(tree_text("top.txt"), "new\n", "unseen: landed in the tree");
+    CHECK(unseen(".", true) < 0 && unseen("sub/..", true) < 0, "unseen: no file name");
+    static const char *const after[] = { "file", "sub", "victim_link", "abs",
+                                         "rel",  "up",  "top.txt",     NULL };
+    CHECK(tree_holds_only(after), "unseen: no temporary name left");
+    char p[256];
+    in_tree("top.txt", p, sizeof p);
+    unlink(p);
+    in_tree("sub/new.txt", p, sizeof p);
+    unlink(p);
+    in_tree("victim_link", p, sizeof p);
+    unlink(p);
+    snprintf(p, sizeof p, "%s/victim", outside);
+    link_in_tree(p, "victim_link");
+    in_tree("file", p, sizeof p);
+    write_file(p, "mine\n");
+}
+
 /* Copies by id, up to the point that needs a mounted image (root). */
 static void test_copy_errors(void)
 {
@@ -249,6 +336,7 @@ int main(void)
         test_read();
         test_target();
         test_create();
+        test_unseen();
     }
     test_copy_errors();
     close(tree_fd);
