@@ -48,3 +48,13 @@ int brig_sandbox_locate(const char *name, const char *env, const char *installed
     *out = found;
     return 0;
 }
+
+int brig_sandbox_locate_api(char **out, brig_error_t *err)
+{
+#ifdef BRIG_API_PATH
+    const char *installed = BRIG_API_PATH;
+#else
+    const char *installed = NULL;
+#endif
+    return brig_sandbox_locate("brig-api", "BRIG_API", installed, out, err);
+}

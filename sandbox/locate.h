@@ -15,4 +15,7 @@ char *brig_sandbox_beside_self(const char *name);
 int brig_sandbox_locate(const char *name, const char *env, const char *installed, char **out,
                         brig_error_t *err);
 
+/* brig-api, the server `brig serve` runs ($BRIG_API overrides). */
+int brig_sandbox_locate_api(char **out, brig_error_t *err);
+
 #endif

@@ -36,6 +36,7 @@ static const struct command commands[] = {
     { "update", brig_cmd_update, "change the resource limits of a running container" },
     { "events", brig_cmd_events, "print resource statistics and OOM events of a container" },
     { "sandbox", brig_cmd_sandbox, "create, use and remove sandboxes (brig-sandbox(8))" },
+    { "serve", brig_cmd_serve, "serve the sandbox API over HTTP (brig-serve(8))" },
     { "features", brig_cmd_features, "print what this runtime supports, as OCI features JSON" },
     { "checkpoint", brig_cmd_checkpoint, "checkpoint a running container with criu" },
     { "restore", brig_cmd_restore, "restore a container from a checkpoint" },

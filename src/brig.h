@@ -18,6 +18,7 @@ int brig_cmd_update(int argc, char **argv);
 int brig_cmd_events(int argc, char **argv);
 int brig_cmd_exec(int argc, char **argv);
 int brig_cmd_sandbox(int argc, char **argv);
+int brig_cmd_serve(int argc, char **argv);
 int brig_cmd_checkpoint(int argc, char **argv);
 int brig_cmd_restore(int argc, char **argv);
 

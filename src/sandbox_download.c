@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "cli.h"
+#include "base/utils.h"
 #include "sandbox/download.h"
 #include "sandbox/profile.h"
 #include "sandbox_cmd.h"

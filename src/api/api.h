@@ -1,0 +1,121 @@
+/* brig-api, the HTTP/JSON API that `brig serve` runs (docs/api.md):
+ * libmicrohttpd with a thread per connection, so a long exec or a slow
+ * reader holds only its own. The work is the sandbox layer's, the same
+ * functions the CLI calls; what spawns processes runs in a worker child
+ * (worker.c) with the server's fds closed and signals at their defaults.
+ *
+ *   main.c      options, the listening socket, the daemon
+ *   request.c   a request's life: auth, body, routing, replies
+ *   json.c      bodies in (yajl's tree) and replies out (yajl_gen)
+ *   worker.c    work done in a child process of its own
+ *   sandboxes.c create, list, describe, remove
+ *   exec.c      exec, its output streamed as NDJSON
+ *   sessions.c  sessions
+ *   files.c     files and downloads */
+#ifndef BRIG_API_H
+#define BRIG_API_H
+
+#include <microhttpd.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <yajl/yajl_gen.h>
+#include <yajl/yajl_tree.h>
+
+#include "base/error.h"
+#include "sandbox/files.h"
+
+#define API_MAX_BODY ((size_t) 16 << 20) /* a JSON body, stdin included */
+
+struct api_config {
+    const char *root; /* the state root */
+    char *token;      /* NULL: no token asked */
+    size_t token_len;
+};
+extern struct api_config api_config;
+
+/* One request, from its first call to its completion. */
+struct api_request {
+    const char *method;
+    char *url;      /* a copy, split in place into parts */
+    char *parts[8]; /* the path's segments after /v1/ */
+    size_t n_parts;
+    const char *file; /* files/...: the rest of the path, "" for the top */
+    bool file_dir;    /* ... ending in `/` */
+    char *body;       /* a JSON body, NUL-terminated */
+    size_t body_len;
+    bool body_too_big;
+    bool uploading; /* a PUT of a file streams to upload */
+    struct brig_sandbox_upload upload;
+    brig_error_t upload_err;
+};
+
+typedef enum MHD_Result (*api_handler)(struct MHD_Connection *c, struct api_request *r);
+
+/* ---- replies (request.c) ---- */
+enum MHD_Result api_reply(struct MHD_Connection *c, unsigned status, const char *type,
+                          const void *data, size_t len);
+enum MHD_Result api_reply_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The error's status from its errnum (BRIG_E_INPUT 400, ENOENT 404,
+ * EEXIST 409, ENOSPC 413, EACCES 403, ...), its message the body; the
+ * error is released. */
+enum MHD_Result api_reply_brig_error(struct MHD_Connection *c, brig_error_t *err);
+unsigned api_status_of(const struct brig_error *e);
+/* The generator's document as the body, and the generator freed. */
+enum MHD_Result api_reply_gen(struct MHD_Connection *c, unsigned status, yajl_gen g);
+
+/* ---- JSON (json.c) ---- */
+/* The request's body as an object whose keys are all in `allowed`
+ * (NULL-terminated); an empty body is an empty object. */
+int api_body_object(const struct api_request *r, const char *const *allowed, yajl_val *out,
+                    brig_error_t *err);
+/* A field of an object, NULL when absent or null. */
+yajl_val api_field(yajl_val obj, const char *key);
+/* Typed fields: 0 when absent (out untouched), 1 when read, -1 with a
+ * BRIG_E_INPUT error naming the field. */
+int api_field_string(yajl_val obj, const char *key, const char **out, brig_error_t *err);
+int api_field_seconds_ms(yajl_val obj, const char *key, int64_t *ms, brig_error_t *err);
+/* A NULL-terminated array of the strings of an array field (owned array,
+ * borrowed strings), or of "NAME=VALUE" strings made from an object. */
+int api_field_strv(yajl_val obj, const char *key, char ***out, brig_error_t *err);
+int api_field_env(yajl_val obj, const char *key, char ***out, brig_error_t *err);
+void api_strv_free(char **v); /* frees the "NAME=VALUE" strings too */
+yajl_gen api_gen(void);
+void api_gen_key(yajl_gen g, const char *key);
+void api_gen_string(yajl_gen g, const char *s);
+/* Bytes as a JSON string: valid UTF-8 as it is, any other byte as the
+ * character of its Latin-1 reading (U+0080-U+00FF). */
+void api_gen_bytes(yajl_gen g, const char *data, size_t len);
+/* How many of the last bytes of data[0..len) begin a UTF-8 sequence that
+ * isn't complete yet (0-3): a stream holds them back for the next read. */
+size_t api_utf8_incomplete_tail(const char *data, size_t len);
+
+/* ---- worker children (worker.c) ---- */
+/* Runs fn(ctx, err) in a child process of the server's: every fd but
+ * `keep` closed, the signals at their defaults. Waits for it; its result
+ * and error come back as if fn had run here. */
+int api_in_child(int (*fn)(void *ctx, brig_error_t *err), void *ctx, const int *keep, size_t n_keep,
+                 brig_error_t *err);
+/* The child's side of the above, for a worker that outlives the call
+ * (exec): resets what a child of the server must not keep. */
+void api_child_reset(const int *keep, size_t n_keep);
+
+/* ---- routes ---- */
+enum MHD_Result api_sandboxes_list(struct MHD_Connection *c, struct api_request *r);
+enum MHD_Result api_sandboxes_create(struct MHD_Connection *c, struct api_request *r);
+enum MHD_Result api_sandbox_get(struct MHD_Connection *c, struct api_request *r);
+enum MHD_Result api_sandbox_delete(struct MHD_Connection *c, struct api_request *r);
+enum MHD_Result api_exec(struct MHD_Connection *c, struct api_request *r);
+enum MHD_Result api_sessions_list(struct MHD_Connection *c, struct api_request *r);
+enum MHD_Result api_session_start(struct MHD_Connection *c, struct api_request *r);
+enum MHD_Result api_session_input(struct MHD_Connection *c, struct api_request *r);
+enum MHD_Result api_session_read(struct MHD_Connection *c, struct api_request *r);
+enum MHD_Result api_session_kill(struct MHD_Connection *c, struct api_request *r);
+enum MHD_Result api_file_get(struct MHD_Connection *c, struct api_request *r);
+enum MHD_Result api_file_put(struct MHD_Connection *c, struct api_request *r);
+enum MHD_Result api_download(struct MHD_Connection *c, struct api_request *r);
+
+/* The upload's start, on a PUT's first call (files.c). */
+void api_file_put_begin(struct api_request *r);
+
+#endif

@@ -1,0 +1,238 @@
+#define _GNU_SOURCE
+/* /v1/sandboxes: create, list, describe, remove. A sandbox's object is
+ * what `sandbox ls` knows of it (state, age, workspace), its limits from
+ * its settings, its cgroup's figures and its lifetime. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "api.h"
+#include "base/cleanup.h"
+#include "cgroup/cgroup.h"
+#include "container/container.h"
+#include "container/state.h"
+#include "sandbox/layout.h"
+#include "sandbox/manage.h"
+#include "sandbox/sandbox.h"
+
+static void gen_int(yajl_gen g, const char *key, long long v)
+{
+    api_gen_key(g, key);
+    yajl_gen_integer(g, v);
+}
+
+static void gen_time(yajl_gen g, const char *key, time_t t)
+{
+    char buf[32];
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    api_gen_key(g, key);
+    api_gen_string(g, buf);
+}
+
+static void gen_limits(yajl_gen g, const char *id)
+{
+    struct brig_profile_settings s;
+    brig_error_t err = NULL;
+    api_gen_key(g, "limits");
+    if (brig_sandbox_settings_read(api_config.root, id, &s, &err) < 0) {
+        brig_error_release(&err);
+        yajl_gen_null(g);
+        api_gen_key(g, "network");
+        yajl_gen_null(g);
+        return;
+    }
+    yajl_gen_map_open(g);
+    gen_int(g, "memory", s.memory);
+    gen_int(g, "pids", s.pids);
+    api_gen_key(g, "cpus");
+    yajl_gen_double(g, (double) s.cpus_milli / 1000);
+    gen_int(g, "data_size", s.data_size);
+    yajl_gen_map_close(g);
+    api_gen_key(g, "network");
+    api_gen_string(g, brig_profile_on_packages(&s) ? BRIG_NETWORK_PACKAGES
+                      : s.netns                    ? "path"
+                                                   : BRIG_NETWORK_NONE);
+    brig_profile_settings_clear(&s);
+}
+
+static void gen_usage(yajl_gen g, const struct brig_sandbox_entry *e)
+{
+    struct brig_cgroup_stats st = { 0 };
+    brig_error_t err = NULL;
+    api_gen_key(g, "usage");
+    if (!e->has_container || e->status != BRIG_STATUS_RUNNING
+        || brig_container_stats(api_config.root, e->id, &st, &err) < 0) {
+        brig_error_release(&err);
+        yajl_gen_null(g);
+        return;
+    }
+    yajl_gen_map_open(g);
+    gen_int(g, "memory", (long long) st.memory_current);
+    gen_int(g, "cpu_ns", (long long) st.cpu_usage_usec * 1000);
+    gen_int(g, "pids", (long long) st.pids_current);
+    yajl_gen_map_close(g);
+}
+
+static void gen_sandbox(yajl_gen g, const struct brig_sandbox_entry *e)
+{
+    yajl_gen_map_open(g);
+    api_gen_key(g, "id");
+    api_gen_string(g, e->id);
+    api_gen_key(g, "state");
+    api_gen_string(g, e->has_container ? brig_status_name(e->status) : "broken");
+    gen_time(g, "created", e->mtime);
+    gen_int(g, "age", (long long) (time(NULL) - e->mtime));
+    gen_limits(g, e->id);
+    api_gen_key(g, "data");
+    if (e->data_mounted) {
+        yajl_gen_map_open(g);
+        gen_int(g, "used", (long long) e->data_used);
+        gen_int(g, "size", (long long) e->data_size);
+        yajl_gen_map_close(g);
+    } else {
+        yajl_gen_null(g);
+    }
+    gen_usage(g, e);
+    yajl_gen_map_close(g);
+}
+
+enum MHD_Result api_sandboxes_list(struct MHD_Connection *c, struct api_request *r)
+{
+    struct brig_sandbox_entry *entries;
+    size_t n;
+    brig_error_t err = NULL;
+    if (brig_sandbox_list(api_config.root, &entries, &n, &err) < 0)
+        return api_reply_brig_error(c, &err);
+    yajl_gen g = api_gen();
+    if (g) {
+        yajl_gen_map_open(g);
+        api_gen_key(g, "sandboxes");
+        yajl_gen_array_open(g);
+        for (size_t i = 0; i < n; i++)
+            gen_sandbox(g, &entries[i]);
+        yajl_gen_array_close(g);
+        yajl_gen_map_close(g);
+    }
+    brig_sandbox_list_free(entries, n);
+    return api_reply_gen(c, 200, g);
+}
+
+static enum MHD_Result reply_sandbox(struct MHD_Connection *c, unsigned status, const char *id)
+{
+    struct brig_sandbox_entry e;
+    brig_error_t err = NULL;
+    if (brig_sandbox_get(api_config.root, id, &e, &err) < 0)
+        return api_reply_brig_error(c, &err);
+    yajl_gen g = api_gen();
+    if (g)
+        gen_sandbox(g, &e);
+    free(e.id);
+    return api_reply_gen(c, status, g);
+}
+
+enum MHD_Result api_sandbox_get(struct MHD_Connection *c, struct api_request *r)
+{
+    return reply_sandbox(c, 200, r->parts[1]);
+}
+
+/* ---- create ---- */
+
+struct create_job {
+    struct brig_sandbox_create_options o;
+};
+
+static int create_in_child(void *ctx, brig_error_t *err)
+{
+    struct create_job *job = ctx;
+    brig_error_t warning = NULL;
+    int r = brig_sandbox_create(&job->o, &warning, err);
+    brig_error_release(&warning);
+    return r;
+}
+
+/* A size or count given as a number or as a string ("512M", "1.5"). */
+static int setting_field(struct brig_profile_settings *s, yajl_val body, const char *field,
+                         const char *key, brig_error_t *err)
+{
+    yajl_val v = api_field(body, field);
+    if (v == NULL)
+        return 0;
+    char text[64];
+    if (YAJL_IS_STRING(v))
+        snprintf(text, sizeof text, "%s", YAJL_GET_STRING(v));
+    else if (YAJL_IS_INTEGER(v))
+        snprintf(text, sizeof text, "%lld", YAJL_GET_INTEGER(v));
+    else if (YAJL_IS_DOUBLE(v))
+        snprintf(text, sizeof text, "%g", YAJL_GET_DOUBLE(v));
+    else
+        return brig_error_kind(err, BRIG_E_INPUT, "body: `%s` must be a number or a string", field);
+    return brig_sandbox_setting(s, key, field, text, false, err);
+}
+
+static int settings_from(yajl_val body, struct brig_profile_settings *s, brig_error_t *err)
+{
+    static const char *const knobs[][2] = {
+        { "memory", "memory" },       { "pids", "pids" },       { "cpus", "cpus" },
+        { "data_size", "data-size" }, { "network", "network" },
+    };
+    for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++)
+        if (setting_field(s, body, knobs[i][0], knobs[i][1], err) < 0)
+            return -1;
+    return 0;
+}
+
+enum MHD_Result api_sandboxes_create(struct MHD_Connection *c, struct api_request *r)
+{
+    static const char *const allowed[] = { "id",           "memory",  "pids", "cpus",
+                                           "data_size",    "network", "ttl",  "idle_timeout",
+                                           "exec_timeout", NULL };
+    yajl_val body = NULL;
+    brig_error_t err = NULL;
+    const char *id = NULL;
+    struct brig_profile_settings s = { 0 };
+    int r2 = api_body_object(r, allowed, &body, &err);
+    if (r2 == 0 && api_field_string(body, "id", &id, &err) == 0)
+        r2 = brig_error_kind(&err, BRIG_E_INPUT, "body: `id` is required");
+    if (r2 >= 0 && (r2 = brig_sandbox_id_validate(id, &err)) < 0)
+        brig_error_kind(&err, BRIG_E_INPUT, "invalid id `%s`", id);
+    if (r2 >= 0)
+        r2 = brig_profile_settings_default(&s, &err);
+    if (r2 >= 0)
+        r2 = settings_from(body, &s, &err);
+    if (r2 >= 0 && brig_sandbox_exists(api_config.root, id, &err) != 0)
+        r2 = err ? -1 : brig_error_kind(&err, EEXIST, "sandbox `%s` exists", id);
+    if (r2 >= 0) {
+        struct create_job job = { { .root = api_config.root, .id = id, .settings = &s } };
+        r2 = api_in_child(create_in_child, &job, NULL, 0, &err);
+    }
+    brig_profile_settings_clear(&s);
+    enum MHD_Result res = r2 < 0 ? api_reply_brig_error(c, &err) : reply_sandbox(c, 201, id);
+    yajl_tree_free(body);
+    return res;
+}
+
+/* ---- remove ---- */
+
+static int remove_in_child(void *ctx, brig_error_t *err)
+{
+    return brig_sandbox_remove(api_config.root, ctx, err);
+}
+
+enum MHD_Result api_sandbox_delete(struct MHD_Connection *c, struct api_request *r)
+{
+    const char *id = r->parts[1];
+    brig_error_t err = NULL;
+    int found = brig_sandbox_exists(api_config.root, id, &err);
+    if (found < 0)
+        return brig_error_kind(&err, BRIG_E_INPUT, "invalid id `%s`", id),
+               api_reply_brig_error(c, &err);
+    if (!found)
+        return api_reply_error(c, 404, "no sandbox `%s`", id);
+    if (api_in_child(remove_in_child, (void *) id, NULL, 0, &err) < 0)
+        return api_reply_brig_error(c, &err);
+    return api_reply(c, 204, NULL, "", 0);
+}

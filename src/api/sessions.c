@@ -1,0 +1,209 @@
+#define _GNU_SOURCE
+/* /v1/sandboxes/ID/sessions: the sandbox layer's sessions (session.h).
+ * A session's holder outlives the server, so a restarted server finds
+ * every session as it left it. Starting one forks, so it runs in a
+ * worker child; the rest talks to the holder's socket. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "base/cleanup.h"
+#include "sandbox/session.h"
+
+#define DEFAULT_WAIT_MS 500
+
+static void gen_info(yajl_gen g, const struct brig_session_info *s)
+{
+    yajl_gen_map_open(g);
+    api_gen_key(g, "name");
+    api_gen_string(g, s->name);
+    api_gen_key(g, "pid");
+    yajl_gen_integer(g, s->pid);
+    api_gen_key(g, "cmd");
+    api_gen_string(g, s->cmd ? s->cmd : "");
+    api_gen_key(g, "alive");
+    yajl_gen_bool(g, s->alive);
+    api_gen_key(g, "exit");
+    if (s->alive)
+        yajl_gen_null(g);
+    else
+        yajl_gen_integer(g, s->exit_status);
+    api_gen_key(g, "unread");
+    yajl_gen_integer(g, (long long) s->unread);
+    yajl_gen_map_close(g);
+}
+
+enum MHD_Result api_sessions_list(struct MHD_Connection *c, struct api_request *r)
+{
+    struct brig_session_info *list;
+    size_t n;
+    brig_error_t err = NULL;
+    if (brig_session_list(r->parts[1], &list, &n, &err) < 0)
+        return api_reply_brig_error(c, &err);
+    yajl_gen g = api_gen();
+    if (g) {
+        yajl_gen_map_open(g);
+        api_gen_key(g, "sessions");
+        yajl_gen_array_open(g);
+        for (size_t i = 0; i < n; i++)
+            gen_info(g, &list[i]);
+        yajl_gen_array_close(g);
+        yajl_gen_map_close(g);
+    }
+    brig_session_list_free(list, n);
+    return api_reply_gen(c, 200, g);
+}
+
+struct start_job {
+    struct brig_session_start_options o;
+};
+
+static int start_in_child(void *ctx, brig_error_t *err)
+{
+    struct start_job *job = ctx;
+    struct brig_session_info info = { 0 };
+    int r = brig_session_start(&job->o, &info, err);
+    brig_session_info_clear(&info);
+    return r;
+}
+
+/* The session's entry as `sessions` lists it. */
+static enum MHD_Result reply_info(struct MHD_Connection *c, unsigned status, const char *id,
+                                  const char *name)
+{
+    struct brig_session_info *list;
+    size_t n;
+    brig_error_t err = NULL;
+    if (brig_session_list(id, &list, &n, &err) < 0)
+        return api_reply_brig_error(c, &err);
+    yajl_gen g = NULL;
+    for (size_t i = 0; i < n && g == NULL; i++)
+        if (strcmp(list[i].name, name) == 0 && (g = api_gen()) != NULL)
+            gen_info(g, &list[i]);
+    brig_session_list_free(list, n);
+    return g ? api_reply_gen(c, status, g) : api_reply_error(c, 404, "no session `%s`", name);
+}
+
+enum MHD_Result api_session_start(struct MHD_Connection *c, struct api_request *r)
+{
+    static const char *const allowed[] = { "name", "cmd", "cwd", "env", "user", NULL };
+    yajl_val body = NULL;
+    brig_error_t err = NULL;
+    char **argv = NULL, **env = NULL;
+    struct start_job job = { { .root = api_config.root, .id = r->parts[1] } };
+    int rc = api_body_object(r, allowed, &body, &err);
+    if (rc == 0 && api_field_string(body, "name", &job.o.name, &err) == 0)
+        rc = brig_error_kind(&err, BRIG_E_INPUT, "body: `name` is required");
+    if (rc >= 0
+        && (api_field_strv(body, "cmd", &argv, &err) < 0
+            || api_field_env(body, "env", &env, &err) < 0
+            || api_field_string(body, "cwd", &job.o.cwd, &err) < 0
+            || api_field_string(body, "user", &job.o.user, &err) < 0))
+        rc = -1;
+    if (rc >= 0 && argv && argv[0] == NULL)
+        rc = brig_error_kind(&err, BRIG_E_INPUT, "body: `cmd` is empty");
+    if (rc >= 0) {
+        job.o.argv = argv;
+        job.o.env = env;
+        rc = api_in_child(start_in_child, &job, NULL, 0, &err);
+    }
+    enum MHD_Result res = rc < 0 ? api_reply_brig_error(c, &err)
+                                 : reply_info(c, 201, r->parts[1], job.o.name);
+    free(argv);
+    api_strv_free(env);
+    yajl_tree_free(body);
+    return res;
+}
+
+/* The answer of input and read. */
+static enum MHD_Result reply_output(struct MHD_Connection *c, const struct brig_session_output *o)
+{
+    yajl_gen g = api_gen();
+    if (g == NULL)
+        return api_reply_error(c, 500, "out of memory");
+    yajl_gen_map_open(g);
+    api_gen_key(g, "output");
+    api_gen_bytes(g, o->data ? o->data : "", o->len);
+    api_gen_key(g, "dropped");
+    yajl_gen_integer(g, (long long) o->dropped);
+    api_gen_key(g, "alive");
+    yajl_gen_bool(g, o->alive);
+    api_gen_key(g, "exit");
+    if (o->alive)
+        yajl_gen_null(g);
+    else
+        yajl_gen_integer(g, o->exit_status);
+    yajl_gen_map_close(g);
+    return api_reply_gen(c, 200, g);
+}
+
+static enum MHD_Result talk(struct MHD_Connection *c, struct api_request *r, const char *chars,
+                            int64_t wait_ms, const char *until)
+{
+    struct brig_session_output out = { 0 };
+    brig_error_t err = NULL;
+    if (wait_ms > 600000)
+        wait_ms = 600000;
+    if (brig_session_input(r->parts[1], r->parts[3], chars, chars ? strlen(chars) : 0,
+                           (int) wait_ms, until, 0, &out, &err)
+        < 0)
+        return api_reply_brig_error(c, &err);
+    enum MHD_Result res = reply_output(c, &out);
+    brig_session_output_clear(&out);
+    return res;
+}
+
+/* Seconds to wait for quiet: 0 (answer at once) to 600. */
+static int wait_field(yajl_val body, int64_t *ms, brig_error_t *err)
+{
+    yajl_val v = api_field(body, "wait");
+    if (v == NULL)
+        return 0;
+    if (!YAJL_IS_NUMBER(v) || !(YAJL_GET_DOUBLE(v) >= 0) || YAJL_GET_DOUBLE(v) > 600)
+        return brig_error_kind(err, BRIG_E_INPUT, "body: `wait` must be seconds (0 to 600)");
+    *ms = (int64_t) (YAJL_GET_DOUBLE(v) * 1000);
+    return 1;
+}
+
+enum MHD_Result api_session_input(struct MHD_Connection *c, struct api_request *r)
+{
+    static const char *const allowed[] = { "chars", "wait", "until", NULL };
+    yajl_val body = NULL;
+    brig_error_t err = NULL;
+    const char *chars = NULL, *until = NULL;
+    int64_t wait_ms = DEFAULT_WAIT_MS;
+    if (api_body_object(r, allowed, &body, &err) < 0
+        || api_field_string(body, "chars", &chars, &err) < 0
+        || api_field_string(body, "until", &until, &err) < 0
+        || wait_field(body, &wait_ms, &err) < 0) {
+        yajl_tree_free(body);
+        return api_reply_brig_error(c, &err);
+    }
+    enum MHD_Result res = talk(c, r, chars, wait_ms, until);
+    yajl_tree_free(body);
+    return res;
+}
+
+enum MHD_Result api_session_read(struct MHD_Connection *c, struct api_request *r)
+{
+    const char *wait = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "wait");
+    const char *until = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "until");
+    int64_t wait_ms = DEFAULT_WAIT_MS;
+    if (wait) {
+        char *end;
+        double v = strtod(wait, &end);
+        if (end == wait || *end || !(v >= 0) || v > 600)
+            return api_reply_error(c, 400, "query: `wait` must be seconds (0 to 600)");
+        wait_ms = (int64_t) (v * 1000);
+    }
+    return talk(c, r, NULL, wait_ms, until && *until ? until : NULL);
+}
+
+enum MHD_Result api_session_kill(struct MHD_Connection *c, struct api_request *r)
+{
+    brig_error_t err = NULL;
+    if (brig_session_kill(r->parts[1], r->parts[3], &err) < 0)
+        return api_reply_brig_error(c, &err);
+    return api_reply(c, 204, NULL, "", 0);
+}
