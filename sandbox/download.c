@@ -58,7 +58,8 @@ static int target_rel(const char *path, char **rel, brig_error_t *err)
         if (strncmp(p, "..", 2) == 0 && (p[2] == '/' || p[2] == '\0')) {
             free(*rel);
             *rel = NULL;
-            return brig_error_set(err, 0, DL ": `%s`: `..` is not allowed in a path", path);
+            return brig_error_kind(err, BRIG_E_INPUT, DL ": `%s`: `..` is not allowed in a path",
+                                   path);
         }
     }
     return 0;
@@ -130,11 +131,8 @@ static void read_line(int fd, char *line, size_t size)
 static int kind_error(brig_error_t *err, int errnum, const char *msg, const char *url)
 {
     if (url)
-        brig_error_set(err, 0, DL ": %s: %s", url, msg);
-    else
-        brig_error_set(err, 0, DL ": %s", msg);
-    (*err)->errnum = errnum;
-    return -1;
+        return brig_error_kind(err, errnum, DL ": %s: %s", url, msg);
+    return brig_error_kind(err, errnum, DL ": %s", msg);
 }
 
 /* brig-fetch's exit status turned into an error (0: done). */
@@ -147,8 +145,9 @@ static int fetch_result(int status, const char *line, const char *url, brig_erro
         return kind_error(err, ENOSPC, BRIG_SANDBOX_DATA " is full (quota)", url);
     if (*line && (code == BRIG_FETCH_EXIT_TOO_BIG || code == BRIG_FETCH_EXIT_REFUSED))
         return kind_error(err, code == BRIG_FETCH_EXIT_TOO_BIG ? EFBIG : EACCES, line, NULL);
+    /* What the far side said (an HTTP error, a refused connection). */
     if (*line)
-        return brig_error_set(err, 0, DL ": %s", line);
+        return kind_error(err, EPROTO, line, NULL);
     if (code == 127)
         return brig_error_set(err, 0, DL ": brig-fetch could not be run");
     if (WIFSIGNALED(status))
@@ -205,7 +204,8 @@ static int target_name(int tree, const char *url, const char *path, const char *
     if (url_name == NULL && strcmp(*name, rel) != 0) {
         free(*name);
         *name = NULL;
-        return brig_error_set(err, 0, DL ": %s names no file: give `%s` a file name", url, path);
+        return brig_error_kind(err, BRIG_E_INPUT, DL ": %s names no file: give `%s` a file name",
+                               url, path);
     }
     return 0;
 }
@@ -216,7 +216,7 @@ int brig_sandbox_download(const char *id, const char *url, const char *path,
 {
     *final_path = NULL;
     if (!brig_sandbox_download_scheme_ok(url))
-        return brig_error_set(err, 0, DL ": `%s`: only http:// and https:// URLs", url);
+        return brig_error_kind(err, BRIG_E_INPUT, DL ": `%s`: only http:// and https:// URLs", url);
     cleanup_free char *rel = NULL, *name = NULL, *clean = NULL;
     if (target_rel(path, &rel, err) < 0)
         return -1;

@@ -121,7 +121,8 @@ static int download_in_child(void *ctx, brig_error_t *err)
     struct download_job *job = ctx;
     cleanup_free char *final = NULL;
     uint64_t bytes = 0;
-    if (brig_sandbox_download(job->id, job->url, job->path, NULL, &final, &bytes, err) < 0)
+    struct brig_sandbox_download_options defaults = { 0 };
+    if (brig_sandbox_download(job->id, job->url, job->path, &defaults, &final, &bytes, err) < 0)
         return -1;
     dprintf(job->report, "%llu %s", (unsigned long long) bytes, final);
     return 0;
