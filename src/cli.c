@@ -165,7 +165,7 @@ int brig_bad_option(char **argv)
     return brig_fail_msg("%s: unknown or incomplete option `%s`", brig_command_name, flag);
 }
 
-/* "5s", "500ms", "1m", "2" (seconds) → milliseconds. */
+/* "5s", "500ms", "1m", "2h", "2" (seconds) → milliseconds, up to a day. */
 int brig_parse_duration_ms(const char *text, int *out)
 {
     char *end;
@@ -179,9 +179,12 @@ int brig_parse_duration_ms(const char *text, int *out)
         ms = v;
     else if (strcmp(end, "m") == 0)
         ms = v * 60000;
+    else if (strcmp(end, "h") == 0)
+        ms = v * 3600000;
     else
         return -1;
-    if (ms < 1 || ms > 86400000)
+    /* Written so that a NaN ("nan" parses) is out of range too. */
+    if (!(ms >= 1 && ms <= 86400000))
         return -1;
     *out = (int) ms;
     return 0;

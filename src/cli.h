@@ -66,7 +66,8 @@ int brig_parse_args(int argc, char **argv, int min, int max, const char *what);
 int brig_parse_plain(int argc, char **argv, const char *usage, int n_args, const char *what);
 
 /* Not a parser, a conversion that reports nothing: "5s", "500ms", "1m",
- * "2" (seconds) → milliseconds; -1 when malformed. */
+ * "2h", "2" (seconds) → milliseconds, from 1 ms to a day; -1 when
+ * malformed or out of that range. */
 int brig_parse_duration_ms(const char *text, int *out);
 
 /* Milliseconds from now (CLOCK_MONOTONIC) to *t; 0 once it has passed. */

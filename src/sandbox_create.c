@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,13 @@ static const char create_usage[] =
     "      --malloc-conf CONF jemalloc's MALLOC_CONF for every process\n"
     "      --userns auto|host a user namespace with a host id range of its own\n"
     "                         (default), or the host's ids\n"
-    "  -h, --help             print this help\n";
+    "      --ttl DURATION     remove it DURATION after its create (30s, 5m, 2h)\n"
+    "      --idle-timeout DURATION  remove it DURATION after its last exec,\n"
+    "                         session input or file copied in or out\n"
+    "      --exec-timeout DURATION  the default --timeout of its execs\n"
+    "  -h, --help             print this help\n\n"
+    "A sandbox with --ttl or --idle-timeout is removed by brig-reaper(8),\n"
+    "which brig starts and which outlives this command.\n";
 
 enum {
     OPT_DATA_SIZE = 600,
@@ -41,7 +48,10 @@ enum {
     OPT_ROOTFS,
     OPT_SERVICES,
     OPT_MALLOC_CONF,
-    OPT_USERNS
+    OPT_USERNS,
+    OPT_TTL,
+    OPT_IDLE_TIMEOUT,
+    OPT_EXEC_TIMEOUT
 };
 
 static int set_path(char **field, const char *flag, const char *value)
@@ -105,7 +115,24 @@ static int apply_flag(int c, char **argv, struct brig_profile_settings *s)
     }
 }
 
-static int parse_create(int argc, char **argv, struct brig_profile_settings *s)
+/* --ttl, --idle-timeout, --exec-timeout: durations as `brig exec
+ * --timeout` takes them. A sandbox's limits are a second at least: a
+ * reaper could otherwise remove it while it is being made. */
+static int apply_lifetime(int c, struct brig_sandbox_create_options *o)
+{
+    static const char *const flags[] = { "--ttl", "--idle-timeout", "--exec-timeout" };
+    int64_t *fields[] = { &o->ttl_ms, &o->idle_ms, &o->exec_timeout_ms };
+    int i = c - OPT_TTL, ms;
+    int least = c == OPT_EXEC_TIMEOUT ? 1 : 1000;
+    if (brig_parse_duration_ms(optarg, &ms) < 0 || ms < least)
+        return brig_fail_msg("sandbox create: invalid %s `%s` (%s to 24h, e.g. 30s, 5m, 2h)",
+                             flags[i], optarg, least == 1 ? "1ms" : "1s");
+    *fields[i] = ms;
+    return BRIG_CLI_GO_ON;
+}
+
+static int parse_create(int argc, char **argv, struct brig_profile_settings *s,
+                        struct brig_sandbox_create_options *o)
 {
     static const struct option opts[] = {
         { "data-size", required_argument, NULL, OPT_DATA_SIZE },
@@ -117,6 +144,9 @@ static int parse_create(int argc, char **argv, struct brig_profile_settings *s)
         { "services", required_argument, NULL, OPT_SERVICES },
         { "malloc-conf", required_argument, NULL, OPT_MALLOC_CONF },
         { "userns", required_argument, NULL, OPT_USERNS },
+        { "ttl", required_argument, NULL, OPT_TTL },
+        { "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
+        { "exec-timeout", required_argument, NULL, OPT_EXEC_TIMEOUT },
         { "help", no_argument, NULL, 'h' },
         { 0 },
     };
@@ -124,7 +154,8 @@ static int parse_create(int argc, char **argv, struct brig_profile_settings *s)
     while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
         if (c == 'h')
             return brig_usage(create_usage);
-        int done = apply_flag(c, argv, s);
+        bool lifetime = c >= OPT_TTL && c <= OPT_EXEC_TIMEOUT;
+        int done = lifetime ? apply_lifetime(c, o) : apply_flag(c, argv, s);
         if (done != BRIG_CLI_GO_ON)
             return done;
     }
@@ -137,14 +168,14 @@ int sandbox_cmd_create(int argc, char **argv)
     brig_error_t err = NULL, warning = NULL;
     if (brig_profile_settings_default(&s, &err) < 0)
         return brig_fail(&err);
-    int r = parse_create(argc, argv, &s);
+    struct brig_sandbox_create_options o = {
+        .root = brig_globals.root,
+        .no_cgroup = brig_globals.no_cgroup,
+        .settings = &s,
+    };
+    int r = parse_create(argc, argv, &s, &o);
     if (r == BRIG_CLI_GO_ON) {
-        struct brig_sandbox_create_options o = {
-            .root = brig_globals.root,
-            .id = argv[optind],
-            .no_cgroup = brig_globals.no_cgroup,
-            .settings = &s,
-        };
+        o.id = argv[optind];
         r = brig_sandbox_create(&o, &warning, &err) < 0 ? brig_fail(&err) : 0;
         /* A failed poststart hook; after a failure, what its undo could
          * not remove. */
