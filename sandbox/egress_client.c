@@ -4,7 +4,6 @@
 #include <dirent.h>
 #include <stdbool.h>
 #include <errno.h>
-#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,13 +11,13 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
 #include "base/sha256.h"
 #include "base/utils.h"
+#include "sandbox/daemon.h"
 #include "sandbox/egress.h"
 #include "sandbox/locate.h"
 
@@ -125,9 +124,7 @@ static bool passed_on(const char *var)
     return false;
 }
 
-/* brig-egress, detached from us: its own session, stdio on /dev/null, no
- * fd of ours, a few of our variables. The first child exits at once, so
- * nothing waits on it. */
+/* brig-egress, detached from us (daemon.h). */
 static int spawn_proxy(brig_error_t *err)
 {
     cleanup_free char *path = NULL;
@@ -138,39 +135,8 @@ static int spawn_proxy(brig_error_t *err)
 #endif
     if (brig_sandbox_locate("brig-egress", "BRIG_EGRESS", installed, &path, err) < 0)
         return brig_error_wrap(err, "egress proxy");
-    size_t n = 0;
-    while (environ[n])
-        n++;
-    cleanup_free char **env = calloc(n + 1, sizeof *env);
-    if (env == NULL)
-        return brig_error_set(err, ENOMEM, "egress proxy");
-    for (size_t i = 0, j = 0; i < n; i++)
-        if (passed_on(environ[i]))
-            env[j++] = environ[i];
-    pid_t pid = fork();
-    if (pid < 0)
-        return brig_error_set(err, errno, "egress proxy: fork");
-    if (pid == 0) {
-        if (setsid() < 0 || fork() != 0)
-            _exit(0);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        int null = open("/dev/null", O_RDWR);
-        if (null >= 0) {
-            dup2(null, 0);
-            dup2(null, 1);
-            dup2(null, 2);
-        }
-        close_range(3, ~0U, 0);
-        char *const argv[] = { "brig-egress", NULL };
-        execve(path, argv, env);
-        _exit(127);
-    }
-    int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    return 0;
+    char *const argv[] = { "brig-egress", NULL };
+    return brig_sandbox_daemon_spawn("egress proxy", path, argv, passed_on, err);
 }
 
 int brig_egress_ensure(brig_error_t *err)

@@ -18,6 +18,8 @@
 #include "sandbox/dataimage.h"
 #include "sandbox/idrange.h"
 #include "sandbox/layout.h"
+#include "sandbox/lifetime.h"
+#include "sandbox/reaper.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/userns.h"
 #include "spec/spec.h"
@@ -138,10 +140,67 @@ static int check_reuse(const char *dir, const struct brig_profile_settings *s, b
     return 0;
 }
 
+/* ---- the lifetime record ---- */
+
+/* The record, written before the sandbox starts, so that a create killed
+ * half-way leaves a sandbox the reaper still removes. A reused dir's record goes to *old (NULL: it
+ * had none) for a failed create to put back. */
+static int write_lifetime(const struct brig_sandbox_create_options *o, bool fresh, char **old,
+                          brig_error_t *err)
+{
+    cleanup_free char *path = NULL, *cwd = NULL, *root = NULL;
+    *old = NULL;
+    size_t len;
+    if (brig_sandbox_path(o->id, BRIG_SANDBOX_LIFETIME, &path, err) < 0)
+        return -1;
+    if (!fresh && brig_read_file(path, old, &len, err) < 0) {
+        if ((*err)->errnum != ENOENT)
+            return brig_error_wrap(err, CREATE);
+        brig_error_release(err);
+    }
+    /* The reaper runs in another dir: the root from /. */
+    if (o->root[0] != '/' && (cwd = get_current_dir_name()) == NULL)
+        return brig_error_set(err, errno, CREATE ": the current dir");
+    if (asprintf(&root, "%s%s%s", cwd ? cwd : "", cwd ? "/" : "", o->root) < 0) {
+        root = NULL;
+        return brig_error_set(err, ENOMEM, CREATE);
+    }
+    struct brig_sandbox_lifetime l = {
+        .created_ms = brig_sandbox_now_ms(),
+        .ttl_ms = o->ttl_ms,
+        .idle_ms = o->idle_ms,
+        .exec_timeout_ms = o->exec_timeout_ms,
+        .root = root,
+    };
+    if (brig_sandbox_lifetime_write(o->id, &l, err) < 0)
+        return brig_error_wrap(err, CREATE);
+    return 0;
+}
+
+/* A failed create's record undone in a reused dir: the old one back, or
+ * none. */
+static void undo_lifetime(const char *id, const char *old, brig_error_t *warning)
+{
+    cleanup_free char *dir = NULL;
+    brig_error_t err = NULL;
+    if (brig_sandbox_dir(id, &dir, &err) == 0) {
+        cleanup_close int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+            brig_error_set(&err, errno, "open `%s`", dir);
+        else if (old)
+            brig_write_file_atomic_at(fd, BRIG_SANDBOX_LIFETIME, old, strlen(old), 0600, &err);
+        else if (unlinkat(fd, BRIG_SANDBOX_LIFETIME, 0) < 0 && errno != ENOENT)
+            brig_error_set(&err, errno, "remove `%s/%s`", dir, BRIG_SANDBOX_LIFETIME);
+    }
+    if (err && *warning == NULL)
+        *warning = brig_steal_ptr(err);
+    brig_error_release(&err);
+}
+
 int brig_sandbox_create(const struct brig_sandbox_create_options *o, brig_error_t *warning,
                         brig_error_t *err)
 {
-    cleanup_free char *dir = NULL, *bundle = NULL;
+    cleanup_free char *dir = NULL, *bundle = NULL, *old_lifetime = NULL;
     enum brig_status status;
     bool fresh;
     if (brig_sandbox_dir(o->id, &dir, err) < 0)
@@ -155,6 +214,11 @@ int brig_sandbox_create(const struct brig_sandbox_create_options *o, brig_error_
     if (make_dirs(dir, &fresh, err) < 0)
         return -1;
     int r = fresh ? 0 : check_reuse(dir, o->settings, err);
+    bool recorded = false;
+    if (r == 0)
+        recorded = (r = write_lifetime(o, fresh, &old_lifetime, err)) == 0;
+    if (r == 0 && (o->ttl_ms || o->idle_ms) && brig_sandbox_reaper_ensure(err) < 0)
+        r = brig_error_wrap(err, CREATE);
     if (r == 0)
         r = brig_sandbox_path(o->id, BRIG_SANDBOX_BUNDLE, &bundle, err);
     if (r == 0)
@@ -167,6 +231,8 @@ int brig_sandbox_create(const struct brig_sandbox_create_options *o, brig_error_
          * error: the create failed either way. */
         if (fresh)
             (void) brig_sandbox_remove(o->root, o->id, warning);
+        else if (recorded)
+            undo_lifetime(o->id, old_lifetime, warning);
     }
     return r;
 }
@@ -183,7 +249,8 @@ int brig_sandbox_exists(const char *root, const char *id, brig_error_t *err)
     return stat(dir, &st) == 0 || container_status(root, id, &status);
 }
 
-int brig_sandbox_remove(const char *root, const char *id, brig_error_t *err)
+/* Every part of it: its container, its mounts, its dir. */
+static int remove_parts(const char *root, const char *id, brig_error_t *err)
 {
     cleanup_free char *dir = NULL;
     if (brig_sandbox_dir(id, &dir, err) < 0)
@@ -212,6 +279,21 @@ int brig_sandbox_remove(const char *root, const char *id, brig_error_t *err)
     if (brig_remove_tree_at(home_fd, id, err) < 0)
         return -1;
     return ranged ? brig_idrange_forget(owner, &range, err) : 0;
+}
+
+int brig_sandbox_remove(const char *root, const char *id, brig_error_t *err)
+{
+    int64_t deadline;
+    brig_error_t ignored = NULL;
+    bool limited = brig_sandbox_deadline(id, NULL, &deadline, NULL, &ignored) == 0
+                   && deadline != INT64_MAX;
+    brig_error_release(&ignored);
+    if (remove_parts(root, id, err) < 0)
+        return -1;
+    /* Its reaper may have nothing left to wait for, and exits. */
+    if (limited)
+        brig_sandbox_reaper_wake();
+    return 0;
 }
 
 /* ---- list ---- */
@@ -256,6 +338,15 @@ static bool fill_entry(const char *root, struct brig_sandbox_entry *e)
     e->has_container = container_status(root, e->id, &e->status);
     brig_error_t err = NULL;
     e->data_mounted = brig_data_image_usage(dir, &e->data_used, &e->data_size, &err) == 0;
+    brig_error_release(&err);
+    /* A record that can't be read shows as no limits (the reaper logs it). */
+    struct brig_sandbox_lifetime l;
+    if (brig_sandbox_deadline(e->id, &l, &e->deadline_ms, &e->deadline_why, &err) == 0) {
+        e->ttl_ms = l.ttl_ms;
+        e->idle_ms = l.idle_ms;
+        e->exec_timeout_ms = l.exec_timeout_ms;
+        brig_sandbox_lifetime_clear(&l);
+    }
     brig_error_release(&err);
     return true;
 }

@@ -25,13 +25,17 @@ struct brig_sandbox_create_options {
      * changes). data_dir and detached_init are not read: a sandbox's data
      * lives in its dir, and its init runs without a command. */
     const struct brig_profile_settings *settings;
+    /* Its lifetime (lifetime.h), in ms; 0: none. With a ttl or an idle
+     * timeout, the home's reaper (reaper.h) runs once create returns. */
+    int64_t ttl_ms, idle_ms, exec_timeout_ms;
 };
 
-/* Makes the sandbox's dirs, writes its bundle (brig's default spec
- * without a terminal), applies the profile and starts it, detached. An id
- * whose container exists is refused; a dir left by a stopped sandbox is
- * reused with its data. A failed create of a new sandbox removes what it
- * made; what it could not remove lands in *warning beside the error. On
+/* Makes the sandbox's dirs, writes its lifetime record and its bundle
+ * (brig's default spec without a terminal), applies the profile and
+ * starts it, detached. An id whose container exists is refused; a dir
+ * left by a stopped sandbox is reused with its data. A failed create of a
+ * new sandbox removes what it made (a reused dir gets its old record
+ * back); what it could not remove lands in *warning beside the error. On
  * success *warning may hold the start's warning (a failed poststart
  * hook). */
 int brig_sandbox_create(const struct brig_sandbox_create_options *o, brig_error_t *warning,
@@ -42,7 +46,8 @@ int brig_sandbox_create(const struct brig_sandbox_create_options *o, brig_error_
 int brig_sandbox_exists(const char *root, const char *id, brig_error_t *err);
 
 /* Kills it and removes its container, data mount and dir; a missing part
- * is not an error (a half-created sandbox goes too). */
+ * is not an error (a half-created sandbox goes too). The home's reaper is
+ * woken when it had a ttl or an idle timeout (reaper.h). */
 int brig_sandbox_remove(const char *root, const char *id, brig_error_t *err);
 
 struct brig_sandbox_entry {
@@ -52,6 +57,10 @@ struct brig_sandbox_entry {
     enum brig_status status; /* with has_container */
     bool data_mounted;
     uint64_t data_used, data_size; /* bytes of /mnt/data, with data_mounted */
+    /* Its lifetime (lifetime.h): ms, 0 for none; when it is due (ms,
+     * CLOCK_REALTIME; INT64_MAX: never) and why ("ttl", "idle", NULL). */
+    int64_t ttl_ms, idle_ms, exec_timeout_ms, deadline_ms;
+    const char *deadline_why;
 };
 
 /* Every sandbox in the home, sorted by id; none when there is no home. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sandbox/manage.h"
 #include "sandbox/sandbox.h"
 
 static int set_string(char **field, const char *value, brig_error_t *err)
@@ -89,4 +90,24 @@ int brig_sandbox_setting(struct brig_profile_settings *s, const char *key, const
     if (strcmp(key, "malloc-conf") == 0)
         return set_string(&s->malloc_conf, value, err);
     return brig_error_kind(err, BRIG_E_INPUT, "unknown setting %s", shown);
+}
+
+int brig_sandbox_lifetime_setting(struct brig_sandbox_create_options *o, const char *key,
+                                  const char *shown, int64_t ms, brig_error_t *err)
+{
+    /* A second at least: a reaper could otherwise remove the sandbox
+     * while it is being made. */
+    int64_t *fields[] = { &o->ttl_ms, &o->idle_ms, &o->exec_timeout_ms };
+    static const char *const keys[] = { "ttl", "idle-timeout", "exec-timeout" };
+    for (size_t i = 0; i < 3; i++) {
+        if (strcmp(key, keys[i]) != 0)
+            continue;
+        int64_t least = i == 2 ? 1 : 1000;
+        if (ms < least || ms > INT64_C(30) * 86400000)
+            return brig_error_kind(err, BRIG_E_INPUT, "invalid %s (%s to 30 days)", shown,
+                                   i == 2 ? "1ms" : "1s");
+        *fields[i] = ms;
+        return 0;
+    }
+    return brig_error_kind(err, BRIG_E_INPUT, "unknown limit %s", shown);
 }

@@ -6,6 +6,7 @@
 
 #include "brig.h"
 #include "cli.h"
+#include "sandbox/lifetime.h"
 #include "sandbox/manage.h"
 #include "sandbox_cmd.h"
 
@@ -19,8 +20,9 @@ static const char usage[] =
     "  exec [options] ID -- CMD...  run a command in it (user sandbox, cwd /mnt/data)\n"
     "  cp SRC ID:PATH | ID:PATH DST copy a file into or out of /mnt/data\n"
     "  download ID URL PATH         fetch URL on the host's side into /mnt/data\n"
-    "  ls                           the sandboxes: state, age, /mnt/data use\n"
+    "  ls                           the sandboxes: state, age, time left, /mnt/data use\n"
     "  rm ID                        kill it and remove everything, /mnt/data included\n"
+    "  reap                         remove the sandboxes whose ttl or idle timeout passed\n"
     "  checkpoint [options] ID      dump its processes to disk (criu), data kept\n"
     "  restore [options] ID         bring a checkpointed sandbox back\n\n"
     "See `brig sandbox COMMAND --help` and brig-sandbox(8).\n";
@@ -51,19 +53,14 @@ static int cmd_rm(int argc, char **argv)
 
 /* ---- ls ---- */
 
-static void print_age(time_t since, char *buf, size_t len)
+/* Until its deadline: `-` for none, 0s once it passed (the reaper's
+ * next pass removes it). */
+static void print_left(const struct brig_sandbox_entry *e, char *buf, size_t len)
 {
-    long s = (long) (time(NULL) - since);
-    if (s < 0)
-        s = 0;
-    if (s < 120)
-        snprintf(buf, len, "%lds", s);
-    else if (s < 7200)
-        snprintf(buf, len, "%ldm", s / 60);
-    else if (s < 172800)
-        snprintf(buf, len, "%ldh", s / 3600);
+    if (e->deadline_ms == INT64_MAX)
+        snprintf(buf, len, "-");
     else
-        snprintf(buf, len, "%ldd", s / 86400);
+        brig_sandbox_span(e->deadline_ms - brig_sandbox_now_ms(), buf, len);
 }
 
 static void print_size(uint64_t bytes, char *buf, size_t len)
@@ -83,8 +80,9 @@ static void print_size(uint64_t bytes, char *buf, size_t len)
 
 static void print_entry(const struct brig_sandbox_entry *e)
 {
-    char age[32], used[16], size[16], data[40] = "-";
-    print_age(e->mtime, age, sizeof age);
+    char age[32], left[32], used[16], size[16], data[40] = "-";
+    brig_sandbox_span((int64_t) (time(NULL) - e->mtime) * 1000, age, sizeof age);
+    print_left(e, left, sizeof left);
     if (e->data_mounted) {
         print_size(e->data_used, used, sizeof used);
         print_size(e->data_size, size, sizeof size);
@@ -92,7 +90,7 @@ static void print_entry(const struct brig_sandbox_entry *e)
     }
     /* No container: the leftovers of a failed create. */
     const char *state = e->has_container ? brig_status_name(e->status) : "broken";
-    printf("%-20s %-10s %-6s %s\n", e->id, state, age, data);
+    printf("%-20s %-10s %-6s %-6s %s\n", e->id, state, age, left, data);
 }
 
 static int cmd_ls(int argc, char **argv)
@@ -100,12 +98,13 @@ static int cmd_ls(int argc, char **argv)
     static const char ls_usage[] =
         "Usage: brig sandbox ls\n\n"
         "List the sandboxes: ID, STATE (running, stopped, ... or `broken` for\n"
-        "leftovers of a failed create; `rm` them), AGE and DATA (used/size of\n"
-        "/mnt/data).\n";
+        "leftovers of a failed create; `rm` them), AGE, LEFT (the time until its\n"
+        "--ttl or --idle-timeout removes it, `-` for none) and DATA (used/size\n"
+        "of /mnt/data).\n";
     int done = brig_parse_plain(argc, argv, ls_usage, 0, "");
     if (done != BRIG_CLI_GO_ON)
         return done;
-    printf("%-20s %-10s %-6s %s\n", "ID", "STATE", "AGE", "DATA");
+    printf("%-20s %-10s %-6s %-6s %s\n", "ID", "STATE", "AGE", "LEFT", "DATA");
     struct brig_sandbox_entry *entries;
     size_t n;
     brig_error_t err = NULL;
@@ -133,11 +132,12 @@ int brig_cmd_sandbox(int argc, char **argv)
         { "rm", cmd_rm },
         { "checkpoint", sandbox_cmd_checkpoint },
         { "restore", sandbox_cmd_restore },
+        { "reap", sandbox_cmd_reap },
     };
     if (argc < 2)
         return brig_fail_msg(
-            "sandbox: missing command (create, exec, cp, download, ls, rm, checkpoint, restore; "
-            "see `brig sandbox --help`)");
+            "sandbox: missing command (create, exec, session, cp, download, ls, rm, checkpoint, "
+            "restore, reap; see `brig sandbox --help`)");
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
         return brig_usage(usage);
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
@@ -147,6 +147,7 @@ int brig_cmd_sandbox(int argc, char **argv)
         }
     }
     return brig_fail_msg(
-        "sandbox: unknown command `%s` (create, exec, cp, download, ls, rm, checkpoint, restore)",
+        "sandbox: unknown command `%s` (create, exec, session, cp, download, ls, rm, checkpoint, "
+        "restore, reap)",
         argv[1]);
 }

@@ -1,5 +1,5 @@
 /* `brig sandbox`: its subcommands, one or two to a file. The work is
- * sandbox/'s (layout.h, manage.h, transfer.h, download.h); these parse and print. */
+ * sandbox/'s (layout.h, manage.h, transfer.h, download.h, reaper.h); these parse and print. */
 #ifndef BRIG_SANDBOX_CMD_H
 #define BRIG_SANDBOX_CMD_H
 
@@ -9,5 +9,6 @@ int sandbox_cmd_cp(int argc, char **argv);
 int sandbox_cmd_download(int argc, char **argv);
 int sandbox_cmd_checkpoint(int argc, char **argv);
 int sandbox_cmd_restore(int argc, char **argv);
+int sandbox_cmd_reap(int argc, char **argv);
 
 #endif

@@ -63,7 +63,7 @@ in_s1() {
 	[ "$output" = "4 1000 1000 /mnt/data" ]
 	run sb ls
 	[ "$status" -eq 0 ]
-	echo "$output" | grep -Eq '^s1 +running +[0-9]+[smhd] +[0-9.]+[BKM]/[0-9.]+G$'
+	echo "$output" | grep -Eq '^s1 +running +[0-9]+[smhd] +- +[0-9.]+[BKM]/[0-9.]+G$'
 }
 
 @test "sandbox: the root is read-only, /mnt/data /tmp and home are writable" {
