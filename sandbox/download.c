@@ -19,6 +19,7 @@
 
 #include "base/cleanup.h"
 #include "base/path.h"
+#include "sandbox/lifetime.h"
 #include "sandbox/locate.h"
 #include "sandbox/profile.h"
 #include "sandbox/transfer.h"
@@ -230,10 +231,7 @@ int brig_sandbox_download(const char *id, const char *url, const char *path,
     struct brig_sandbox_data_file f = BRIG_SANDBOX_DATA_FILE_INIT;
     if (brig_sandbox_data_create_unseen(tree, clean, &f, err) < 0)
         return brig_error_wrap(err, DL ": `%s:%s/%s`", id, BRIG_SANDBOX_DATA, clean);
-    /* lifetime.h: touch (the sandbox is active; a failure to say so is not ours):
-     *     brig_error_t ignored = NULL;
-     *     brig_sandbox_touch(id, &ignored);
-     *     brig_error_release(&ignored); */
+    brig_sandbox_mark_active(id);
     struct stat st;
     int r = run_fetch(url, o, f.fd, err);
     if (r == 0 && fstat(f.fd, &st) < 0)

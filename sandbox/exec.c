@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -18,6 +19,7 @@
 #include "base/cleanup.h"
 #include "base/utils.h"
 #include "container/container.h"
+#include "sandbox/lifetime.h"
 #include "sandbox/profile.h"
 #include "spec/spec.h"
 
@@ -86,6 +88,15 @@ int brig_sandbox_exec_start(const struct brig_sandbox_exec_options *o, struct br
         return -1;
     ex->pid = -1;
     ex->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 0;
+    /* The sandbox's own default, from its lifetime record (none for a
+     * sandbox made without one). */
+    struct brig_sandbox_lifetime l = { 0 };
+    brig_error_t ignored = NULL;
+    if (o->timeout_ms == 0 && brig_sandbox_lifetime_read(o->id, &l, &ignored) == 0)
+        ex->timeout_ms = l.exec_timeout_ms > INT32_MAX ? INT32_MAX : (int) l.exec_timeout_ms;
+    brig_sandbox_lifetime_clear(&l);
+    brig_error_release(&ignored);
+    brig_sandbox_mark_active(o->id);
     struct brig_opened_container opened = { -1, NULL };
     cleanup_close int root_fd = -1;
     struct brig_spec *spec = NULL;

@@ -58,6 +58,11 @@ void brig_sandbox_lifetime_clear(struct brig_sandbox_lifetime *l);
  * errors are returned for the caller to ignore or report. */
 int brig_sandbox_touch(const char *id, brig_error_t *err);
 
+/* brig_sandbox_touch for the operations that are activity (an exec, a
+ * session's input, a file in or out, a download): the idle clock starts
+ * again. Not being able to say so fails none of them. */
+void brig_sandbox_mark_active(const char *id);
+
 /* The last activity (ms, CLOCK_REALTIME): HOME/ID/active's mtime; 0 when
  * there is none. */
 int brig_sandbox_last_active(const char *id, int64_t *ms, brig_error_t *err);

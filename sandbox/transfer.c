@@ -210,15 +210,6 @@ static int copy_fd(int from, int to)
     }
 }
 
-/* A copy is activity: the idle clock (lifetime.h) starts again, whatever
- * the copy's outcome. Not being able to say so fails no copy. */
-static void mark_active(const char *id)
-{
-    brig_error_t ignored = NULL;
-    brig_sandbox_touch(id, &ignored);
-    brig_error_release(&ignored);
-}
-
 int brig_sandbox_copy_in(const char *src, const char *id, const char *rel, brig_error_t *err)
 {
     int fd = open(src, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -230,7 +221,8 @@ int brig_sandbox_copy_in(const char *src, const char *id, const char *rel, brig_
     cleanup_close int tree = brig_sandbox_data_open_tree(id, err);
     if (tree < 0)
         return -1;
-    mark_active(id);
+    /* A copy is activity, whatever its outcome. */
+    brig_sandbox_mark_active(id);
     cleanup_free char *name = NULL;
     if (brig_sandbox_data_target(tree, rel, src, &name, err) < 0)
         return -1;
@@ -247,7 +239,7 @@ int brig_sandbox_copy_out(const char *id, const char *rel, const char *dst, brig
     cleanup_close int tree = brig_sandbox_data_open_tree(id, err);
     if (tree < 0)
         return -1;
-    mark_active(id);
+    brig_sandbox_mark_active(id);
     cleanup_close int in = brig_sandbox_data_read(tree, rel, err);
     if (in < 0)
         return brig_error_wrap(err, CP ": `%s:%s/%s`", id, BRIG_SANDBOX_DATA, rel);

@@ -3,6 +3,7 @@
  * what `sandbox ls` knows of it (state, age, workspace), its limits from
  * its settings, its cgroup's figures and its lifetime. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "container/container.h"
 #include "container/state.h"
 #include "sandbox/layout.h"
+#include "sandbox/lifetime.h"
 #include "sandbox/manage.h"
 #include "sandbox/sandbox.h"
 
@@ -77,6 +79,51 @@ static void gen_usage(yajl_gen g, const struct brig_sandbox_entry *e)
     yajl_gen_map_close(g);
 }
 
+/* Milliseconds as seconds with three decimals at most. */
+static void gen_ms(yajl_gen g, int64_t ms)
+{
+    char buf[32];
+    int n = snprintf(buf, sizeof buf, "%lld.%03lld", (long long) (ms / 1000),
+                     (long long) (ms % 1000));
+    while (buf[n - 1] == '0')
+        n--;
+    if (buf[n - 1] == '.')
+        n--;
+    yajl_gen_number(g, buf, (size_t) n);
+}
+
+/* Seconds, or null for none. */
+static void gen_seconds(yajl_gen g, const char *key, int64_t ms)
+{
+    api_gen_key(g, key);
+    if (ms > 0)
+        gen_ms(g, ms);
+    else
+        yajl_gen_null(g);
+}
+
+static void gen_lifetime(yajl_gen g, const struct brig_sandbox_entry *e)
+{
+    api_gen_key(g, "lifetime");
+    yajl_gen_map_open(g);
+    gen_seconds(g, "ttl", e->ttl_ms);
+    gen_seconds(g, "idle_timeout", e->idle_ms);
+    gen_seconds(g, "exec_timeout", e->exec_timeout_ms);
+    api_gen_key(g, "expires_in");
+    if (e->deadline_ms == INT64_MAX || e->deadline_why == NULL) {
+        yajl_gen_null(g);
+    } else {
+        int64_t left = e->deadline_ms - brig_sandbox_now_ms();
+        gen_ms(g, left > 0 ? left : 0);
+    }
+    api_gen_key(g, "expires_for");
+    if (e->deadline_why)
+        api_gen_string(g, e->deadline_why);
+    else
+        yajl_gen_null(g);
+    yajl_gen_map_close(g);
+}
+
 static void gen_sandbox(yajl_gen g, const struct brig_sandbox_entry *e)
 {
     yajl_gen_map_open(g);
@@ -97,6 +144,7 @@ static void gen_sandbox(yajl_gen g, const struct brig_sandbox_entry *e)
         yajl_gen_null(g);
     }
     gen_usage(g, e);
+    gen_lifetime(g, e);
     yajl_gen_map_close(g);
 }
 
@@ -173,6 +221,23 @@ static int setting_field(struct brig_profile_settings *s, yajl_val body, const c
     return brig_sandbox_setting(s, key, field, text, false, err);
 }
 
+/* ttl, idle_timeout, exec_timeout: seconds or durations. */
+static int limits_from(yajl_val body, struct brig_sandbox_create_options *o, brig_error_t *err)
+{
+    static const char *const limits[][2] = { { "ttl", "ttl" },
+                                             { "idle_timeout", "idle-timeout" },
+                                             { "exec_timeout", "exec-timeout" } };
+    for (size_t i = 0; i < 3; i++) {
+        int64_t ms;
+        int got = api_field_seconds_ms(body, limits[i][0], &ms, err);
+        if (got < 0
+            || (got > 0
+                && brig_sandbox_lifetime_setting(o, limits[i][1], limits[i][0], ms, err) < 0))
+            return -1;
+    }
+    return 0;
+}
+
 static int settings_from(yajl_val body, struct brig_profile_settings *s, brig_error_t *err)
 {
     static const char *const knobs[][2] = {
@@ -203,12 +268,13 @@ enum MHD_Result api_sandboxes_create(struct MHD_Connection *c, struct api_reques
         r2 = brig_profile_settings_default(&s, &err);
     if (r2 >= 0)
         r2 = settings_from(body, &s, &err);
+    struct create_job job = { { .root = api_config.root, .id = id, .settings = &s } };
+    if (r2 >= 0)
+        r2 = limits_from(body, &job.o, &err);
     if (r2 >= 0 && brig_sandbox_exists(api_config.root, id, &err) != 0)
         r2 = err ? -1 : brig_error_kind(&err, EEXIST, "sandbox `%s` exists", id);
-    if (r2 >= 0) {
-        struct create_job job = { { .root = api_config.root, .id = id, .settings = &s } };
+    if (r2 >= 0)
         r2 = api_in_child(create_in_child, &job, NULL, 0, &err);
-    }
     brig_profile_settings_clear(&s);
     enum MHD_Result res = r2 < 0 ? api_reply_brig_error(c, &err) : reply_sandbox(c, 201, id);
     yajl_tree_free(body);

@@ -7,7 +7,8 @@
 # each process costs tens of times more. BENCH_VM=0 skips the VM. Then the
 # containerd shims in the VM (shim-memory.sh; BENCH_SHIM=0 skips them).
 # The egress proxy's throughput and tunnel latency run on the host
-# (egress.sh, egress.json; BENCH_EGRESS=0 skips them).
+# (egress.sh, egress.json; BENCH_EGRESS=0 skips them); so does the sandbox
+# API's added latency (api.sh, api.json; BENCH_API=0 skips it).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,6 +25,10 @@ BENCH_LABEL=host bash "$here/run.sh" "$out/host.json"
 if [ "${BENCH_EGRESS:-1}" != 0 ]; then
 	echo
 	bash "$here/egress.sh" "$out/egress.json"
+fi
+if [ "${BENCH_API:-1}" != 0 ]; then
+	echo
+	bash "$here/api.sh" "$out/api.json"
 fi
 [ "${BENCH_VM:-1}" = 0 ] && exit 0
 echo
