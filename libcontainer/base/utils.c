@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
@@ -352,4 +353,44 @@ int brig_parse_duration_ms(const char *text, int *out)
         return 0;
     }
     return -1;
+}
+
+static void close_range_or_each(unsigned int lo, unsigned int hi)
+{
+    if (lo > hi || syscall(SYS_close_range, lo, hi, 0) == 0)
+        return;
+    /* Kernels before 5.9: only what is open, not the whole range. */
+    int fds[1024];
+    size_t n = 0;
+    cleanup_dir DIR *d = opendir("/proc/self/fd");
+    struct dirent *de;
+    while (d && n < sizeof fds / sizeof fds[0] && (de = readdir(d))) {
+        int fd = atoi(de->d_name);
+        if (de->d_name[0] != '.' && fd != dirfd(d) && (unsigned) fd >= lo && (unsigned) fd <= hi)
+            fds[n++] = fd;
+    }
+    for (size_t i = 0; i < n; i++)
+        close(fds[i]);
+}
+
+void brig_close_fds_except(int first, const int *keep, size_t n)
+{
+    int sorted[16];
+    size_t m = 0;
+    for (size_t i = 0; i < n && m < sizeof sorted / sizeof sorted[0]; i++) {
+        if (keep[i] < first)
+            continue;
+        size_t j = m++;
+        for (; j > 0 && sorted[j - 1] > keep[i]; j--)
+            sorted[j] = sorted[j - 1];
+        sorted[j] = keep[i];
+    }
+    unsigned int lo = (unsigned) first;
+    for (size_t i = 0; i < m; i++) {
+        if ((unsigned) sorted[i] > lo)
+            close_range_or_each(lo, (unsigned) sorted[i] - 1);
+        if ((unsigned) sorted[i] >= lo)
+            lo = (unsigned) sorted[i] + 1;
+    }
+    close_range_or_each(lo, ~0U);
 }

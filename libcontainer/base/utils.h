@@ -66,4 +66,10 @@ int brig_parse_duration_ms(const char *text, int *out);
 void brig_deadline_in(struct timespec *t, int ms);
 int brig_ms_until(const struct timespec *t);
 
+/* Closes every fd from first_fd up but the n in keep (at most 16): what
+ * a process that enters a container inherited from the runtime (state
+ * and cgroup directories), or a child of a server (its clients'
+ * connections), must not keep. close_range(2) where the kernel has it. */
+void brig_close_fds_except(int first_fd, const int *keep, size_t n);
+
 #endif

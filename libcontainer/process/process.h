@@ -60,10 +60,6 @@ int brig_process_find_executable(const struct brig_process *process, char **out,
 char **brig_process_build_env(const struct brig_process *process);
 /* Marks every fd from first_fd up close-on-exec. */
 void brig_process_cloexec_from(int first_fd);
-/* Closes every fd from first_fd up but the n in keep: what a process that
- * enters a container inherited from the runtime (state and cgroup
- * directories) must not be reachable through /proc/self/fd in there. */
-void brig_process_close_fds_except(int first_fd, const int *keep, size_t n);
 /* In a new process: the three fds given become its 0, 1 and 2. */
 int brig_process_take_stdio(const int stdio[3], brig_error_t *err);
 

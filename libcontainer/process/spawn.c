@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/utils.h"
 #include "process/namespaces.h"
 #include "selfexe/selfexe.h"
 #include "process/sync.h"
@@ -125,8 +126,8 @@ static __attribute__((noreturn)) void child_main(const struct brig_init_config *
     int keep[2 + BRIG_NS_COUNT] = { sync_fd, fifo_fd };
     for (int t = 0; t < BRIG_NS_COUNT; t++)
         keep[2 + t] = join->fd[t];
-    brig_process_close_fds_except(3 + cfg->listen_fds + cfg->preserve_fds, keep,
-                                  sizeof keep / sizeof keep[0]);
+    brig_close_fds_except(3 + cfg->listen_fds + cfg->preserve_fds, keep,
+                          sizeof keep / sizeof keep[0]);
 
     int flags = brig_process_clone_flags(cfg->spec);
     if (r == 0 && wait_cgroup) {

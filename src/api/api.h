@@ -27,8 +27,9 @@
 #define API_MAX_BODY ((size_t) 16 << 20) /* a JSON body, stdin included */
 
 struct api_config {
-    const char *root; /* the state root */
-    char *token;      /* NULL: no token asked */
+    const char *root;   /* the state root */
+    const char *rootfs; /* the tree of the sandboxes it creates; NULL: the default */
+    char *token;        /* NULL: no token asked */
     size_t token_len;
 };
 extern struct api_config api_config;

@@ -34,6 +34,8 @@ struct report {
 
 struct exec_stream {
     pid_t worker, pid; /* the worker, and the process it started */
+    int client;        /* the connection's socket: its hangup ends the exec */
+    bool gone;         /* ... which it did */
     int out, err, rep; /* read ends; -1 once closed */
     char *pending;     /* events made, not yet given to the server */
     size_t pending_len, pending_off;
@@ -186,13 +188,20 @@ static void read_stream(struct exec_stream *s, int which, int *fd, bool drain)
 /* Waits for output or the worker's word; false once nothing is left. */
 static void pump(struct exec_stream *s)
 {
-    struct pollfd p[3] = {
+    struct pollfd p[4] = {
         { .fd = s->out, .events = POLLIN },
         { .fd = s->err, .events = POLLIN },
         { .fd = s->exited ? -1 : s->rep, .events = POLLIN },
+        { .fd = s->client, .events = POLLRDHUP },
     };
-    if (poll(p, 3, -1) < 0)
+    if (poll(p, 4, -1) < 0)
         return;
+    /* The client hung up: no one is left to read, even a process that
+     * writes nothing. */
+    if (p[3].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+        s->gone = true;
+        return;
+    }
     if (p[0].revents)
         read_stream(s, 0, &s->out, false);
     if (p[1].revents)
@@ -232,6 +241,8 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
         s->pending_off = s->pending_len = 0;
         if (s->done)
             return MHD_CONTENT_READER_END_OF_STREAM;
+        if (s->gone)
+            return MHD_CONTENT_READER_END_WITH_ERROR;
         pump(s);
     }
     size_t n = s->pending_len - s->pending_off;
@@ -361,6 +372,9 @@ enum MHD_Result api_exec(struct MHD_Connection *c, struct api_request *r)
     if (s == NULL)
         return api_reply_error(c, 500, "out of memory");
     s->out = s->err = s->rep = -1;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c,
+                                                                 MHD_CONNECTION_INFO_CONNECTION_FD);
+    s->client = ci ? ci->connect_fd : -1;
     int rc = parse_body(r, &b, &err);
     if (rc == 0)
         rc = make_pipes(p, b.stdin_text != NULL, &err);

@@ -42,6 +42,8 @@ static const char usage[] =
     "      --token-file FILE      every request must carry Authorization: Bearer TOKEN,\n"
     "                             TOKEN being the file's first line\n"
     "      --root DIR             the state root of the sandboxes' containers\n"
+    "      --rootfs DIR           the tree of the sandboxes it creates (default\n"
+    "                             /var/lib/brig/rootfs)\n"
     "  -h, --help                 print this help\n";
 
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -191,6 +193,9 @@ int main(int argc, char **argv)
         case 'r':
             api_config.root = optarg;
             break;
+        case 'f':
+            api_config.rootfs = optarg;
+            break;
         case 'h':
             fputs(usage, stdout);
             return 0;
@@ -208,6 +213,9 @@ int main(int argc, char **argv)
                     "code in every sandbox)");
     if (token_file && read_token(token_file))
         return 1;
+    struct stat st;
+    if (api_config.rootfs && (stat(api_config.rootfs, &st) < 0 || !S_ISDIR(st.st_mode)))
+        return fail("--rootfs `%s`: not a directory", api_config.rootfs);
     /* Processes started here enter sandboxes: they must not reach this
      * program's file (see brig-security(7)). */
     brig_error_t err = NULL;

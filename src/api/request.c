@@ -47,6 +47,38 @@ enum MHD_Result api_reply_gen(struct MHD_Connection *c, unsigned status, yajl_ge
     return api_reply(c, status, "application/json", body, len);
 }
 
+/* {"error": msg}, with one header more when `header` is set. */
+static enum MHD_Result error_reply(struct MHD_Connection *c, unsigned status, const char *header,
+                                   const char *value, const char *msg)
+{
+    yajl_gen g = api_gen();
+    const unsigned char *buf;
+    size_t len;
+    if (g == NULL)
+        return MHD_NO;
+    yajl_gen_map_open(g);
+    api_gen_key(g, "error");
+    api_gen_string(g, msg ? msg : "out of memory");
+    yajl_gen_map_close(g);
+    cleanup_free char *body = NULL;
+    if (yajl_gen_get_buf(g, &buf, &len) == yajl_gen_status_ok && (body = malloc(len + 1))) {
+        memcpy(body, buf, len);
+        body[len++] = '\n';
+    }
+    yajl_gen_free(g);
+    struct MHD_Response *resp = body ? MHD_create_response_from_buffer(len, body,
+                                                                       MHD_RESPMEM_MUST_COPY)
+                                     : NULL;
+    if (resp == NULL)
+        return MHD_NO;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    if (header)
+        MHD_add_response_header(resp, header, value);
+    enum MHD_Result r = MHD_queue_response(c, status, resp);
+    MHD_destroy_response(resp);
+    return r;
+}
+
 enum MHD_Result api_reply_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
 {
     cleanup_free char *msg = NULL;
@@ -55,14 +87,7 @@ enum MHD_Result api_reply_error(struct MHD_Connection *c, unsigned status, const
     if (vasprintf(&msg, fmt, ap) < 0)
         msg = NULL;
     va_end(ap);
-    yajl_gen g = api_gen();
-    if (g == NULL)
-        return MHD_NO;
-    yajl_gen_map_open(g);
-    api_gen_key(g, "error");
-    api_gen_string(g, msg ? msg : "out of memory");
-    yajl_gen_map_close(g);
-    return api_reply_gen(c, status, g);
+    return error_reply(c, status, NULL, NULL, msg);
 }
 
 unsigned api_status_of(const struct brig_error *e)
@@ -180,10 +205,14 @@ static const struct route routes[] = {
     { 3, "files", NULL, "PUT", api_file_put },
 };
 
-/* The handler, or NULL with *status 404 (no such route) or 405. */
-static api_handler find_route(const struct api_request *r, unsigned *status)
+/* The handler, or NULL with *status 404 (no such route) or 405 and the
+ * methods the path takes in `allow` (NULL: not wanted). */
+static api_handler find_route(const struct api_request *r, unsigned *status, char *allow,
+                              size_t size)
 {
     *status = 404;
+    if (allow)
+        allow[0] = '\0';
     if (!is(r, 0, "sandboxes"))
         return NULL;
     size_t n = r->file ? 3 : r->n_parts;
@@ -197,6 +226,11 @@ static api_handler find_route(const struct api_request *r, unsigned *status)
         if (strcmp(rt->method, r->method) == 0)
             return rt->handler;
         *status = 405;
+        if (allow && strlen(allow) + strlen(rt->method) + 3 < size) {
+            if (allow[0])
+                strcat(allow, ", ");
+            strcat(allow, rt->method);
+        }
     }
     return NULL;
 }
@@ -238,16 +272,21 @@ static enum MHD_Result first_call(struct MHD_Connection *c, const char *url, con
     if (r->url == NULL)
         return MHD_NO;
     if (!authorized(c))
-        return api_reply_error(c, 401, "missing or wrong bearer token");
+        return error_reply(c, 401, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer",
+                           "missing or wrong bearer token");
     if (!split_url(r))
         return api_reply_error(c, 404, "no such route: %s", url);
     unsigned status;
-    api_handler h = find_route(r, &status);
+    char allow[64];
+    api_handler h = find_route(r, &status, allow, sizeof allow);
+    if (h == NULL && status == 405) {
+        cleanup_free char *msg = NULL;
+        if (asprintf(&msg, "method %s not allowed on %s", method, url) < 0)
+            msg = NULL;
+        return error_reply(c, 405, MHD_HTTP_HEADER_ALLOW, allow, msg);
+    }
     if (h == NULL)
-        return api_reply_error(c, status,
-                               status == 404 ? "no such route: %s %s"
-                                             : "method %s not allowed on %s",
-                               method, url);
+        return api_reply_error(c, 404, "no such route: %s %s", method, url);
     if (h == api_file_put)
         api_file_put_begin(r);
     return MHD_YES;
@@ -268,7 +307,7 @@ enum MHD_Result api_access(void *cls, struct MHD_Connection *c, const char *url,
     if (r->body_too_big)
         return api_reply_error(c, 413, "body larger than %zu bytes", API_MAX_BODY);
     unsigned status;
-    api_handler h = find_route(r, &status);
+    api_handler h = find_route(r, &status, NULL, 0);
     return h ? h(c, r) : api_reply_error(c, status, "no such route");
 }
 

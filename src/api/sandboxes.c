@@ -260,12 +260,14 @@ enum MHD_Result api_sandboxes_create(struct MHD_Connection *c, struct api_reques
     const char *id = NULL;
     struct brig_profile_settings s = { 0 };
     int r2 = api_body_object(r, allowed, &body, &err);
-    if (r2 == 0 && api_field_string(body, "id", &id, &err) == 0)
+    if (r2 == 0 && (r2 = api_field_string(body, "id", &id, &err)) == 0)
         r2 = brig_error_kind(&err, BRIG_E_INPUT, "body: `id` is required");
     if (r2 >= 0 && (r2 = brig_sandbox_id_validate(id, &err)) < 0)
         brig_error_kind(&err, BRIG_E_INPUT, "invalid id `%s`", id);
     if (r2 >= 0)
         r2 = brig_profile_settings_default(&s, &err);
+    if (r2 >= 0 && api_config.rootfs)
+        r2 = brig_sandbox_setting(&s, "rootfs", "--rootfs", api_config.rootfs, true, &err);
     if (r2 >= 0)
         r2 = settings_from(body, &s, &err);
     struct create_job job = { { .root = api_config.root, .id = id, .settings = &s } };

@@ -9,6 +9,7 @@
 
 #include "api.h"
 #include "base/cleanup.h"
+#include "sandbox/manage.h"
 #include "sandbox/session.h"
 
 #define DEFAULT_WAIT_MS 500
@@ -39,6 +40,10 @@ enum MHD_Result api_sessions_list(struct MHD_Connection *c, struct api_request *
     struct brig_session_info *list;
     size_t n;
     brig_error_t err = NULL;
+    int found = brig_sandbox_exists(api_config.root, r->parts[1], &err);
+    if (found <= 0)
+        return found < 0 ? api_reply_brig_error(c, &err)
+                         : api_reply_error(c, 404, "no sandbox `%s`", r->parts[1]);
     if (brig_session_list(r->parts[1], &list, &n, &err) < 0)
         return api_reply_brig_error(c, &err);
     yajl_gen g = api_gen();
@@ -93,7 +98,7 @@ enum MHD_Result api_session_start(struct MHD_Connection *c, struct api_request *
     char **argv = NULL, **env = NULL;
     struct start_job job = { { .root = api_config.root, .id = r->parts[1] } };
     int rc = api_body_object(r, allowed, &body, &err);
-    if (rc == 0 && api_field_string(body, "name", &job.o.name, &err) == 0)
+    if (rc == 0 && (rc = api_field_string(body, "name", &job.o.name, &err)) == 0)
         rc = brig_error_kind(&err, BRIG_E_INPUT, "body: `name` is required");
     if (rc >= 0
         && (api_field_strv(body, "cmd", &argv, &err) < 0

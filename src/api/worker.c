@@ -17,11 +17,10 @@
 #include "api.h"
 #include "base/cleanup.h"
 #include "base/utils.h"
-#include "process/process.h"
 
 void api_child_reset(const int *keep, size_t n_keep)
 {
-    brig_process_close_fds_except(3, keep, n_keep);
+    brig_close_fds_except(3, keep, n_keep);
     for (int sig = 1; sig < NSIG; sig++)
         if (sig != SIGKILL && sig != SIGSTOP)
             signal(sig, SIG_DFL);

@@ -30,8 +30,13 @@ static void test_bytes(void)
     s = gen_bytes("\xc3\xa9", 2);
     CHECK_STR(s, "\"\xc3\xa9\"", "valid UTF-8 kept as it is");
     free(s);
-    s = gen_bytes("a\xff" "b", 3);
-    CHECK_STR(s, "\"a\xc3\xbf" "b\"", "an invalid byte becomes its Latin-1 character");
+    s = gen_bytes("a\xff"
+                  "b",
+                  3);
+    CHECK_STR(s,
+              "\"a\xc3\xbf"
+              "b\"",
+              "an invalid byte becomes its Latin-1 character");
     free(s);
     s = gen_bytes("\xc0\xaf", 2);
     CHECK_STR(s, "\"\xc3\x80\xc2\xaf\"", "an overlong `/` is two Latin-1 characters, not `/`");
@@ -67,7 +72,8 @@ static void test_body(void)
     static const char *const allowed[] = { "cmd", "env", "timeout", "cwd", NULL };
     yajl_val v = NULL;
     brig_error_t err = NULL;
-    struct api_request r = req("{\"cmd\": [\"a\", \"b\"], \"env\": {\"X\": \"1\"}, \"timeout\": 1.5}");
+    struct api_request r = req(
+        "{\"cmd\": [\"a\", \"b\"], \"env\": {\"X\": \"1\"}, \"timeout\": 1.5}");
     CHECK(api_body_object(&r, allowed, &v, &err) == 0, "a body of known fields");
     char **argv = NULL, **env = NULL;
     int64_t ms = 0;
