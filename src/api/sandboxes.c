@@ -113,8 +113,9 @@ static void gen_lifetime(yajl_gen g, const struct brig_sandbox_entry *e)
     if (e->deadline_ms == INT64_MAX || e->deadline_why == NULL) {
         yajl_gen_null(g);
     } else {
+        /* Whole seconds, rounded up: 0 only once it is due. */
         int64_t left = e->deadline_ms - brig_sandbox_now_ms();
-        gen_ms(g, left > 0 ? left : 0);
+        yajl_gen_integer(g, left > 0 ? (left + 999) / 1000 : 0);
     }
     api_gen_key(g, "expires_for");
     if (e->deadline_why)

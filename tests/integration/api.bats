@@ -424,7 +424,7 @@ said_line() {
 	jqe '.limits == {"memory": 1073741824, "pids": 256, "cpus": 2, "data_size": 67108864}'
 	jqe '.data.size > 32000000 and .data.size <= 67108864 and .data.used >= 0 and .data.used < .data.size'
 	jqe '.usage.memory > 0 and .usage.cpu_ns > 0 and .usage.pids >= 1'
-	jqe '.lifetime == {"ttl": null, "idle_timeout": null, "exec_timeout": null, "expires_in": null}'
+	jqe '.lifetime == {"ttl": null, "idle_timeout": null, "exec_timeout": null, "expires_in": null, "expires_for": null}'
 	created=$(jq -r .created <<<"$body")
 	[ "$(date -d "$created" +%s)" -le "$(date +%s)" ]
 	# data follows what is written.
@@ -966,7 +966,7 @@ said_line() {
 	local i gone_t2="" t0
 	req POST /v1/sandboxes -d '{"id": "apit2", "memory": "128M", "pids": 32, "data_size": "8M", "network": "none", "ttl": "6s"}'
 	[ "$code" = 201 ] || fail "create apit2: $code: $body"
-	jqe '.lifetime.ttl == 6 and .lifetime.expires_in >= 1 and .lifetime.expires_in <= 6 and .lifetime.idle_timeout == null'
+	jqe '.lifetime.ttl == 6 and .lifetime.expires_in >= 1 and .lifetime.expires_in <= 6 and .lifetime.idle_timeout == null and .lifetime.expires_for == "ttl"'
 	req POST /v1/sandboxes -d '{"id": "apit3", "memory": "128M", "pids": 32, "data_size": "8M", "network": "none", "idle_timeout": "5s"}'
 	[ "$code" = 201 ] || fail "create apit3: $code: $body"
 	t0=$(now)
