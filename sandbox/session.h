@@ -40,8 +40,14 @@ struct brig_session_info {
 };
 void brig_session_info_clear(struct brig_session_info *info);
 
-/* Starts the session; a name in use is an error with errnum EEXIST, a
- * missing sandbox ENOENT, bad options BRIG_E_INPUT. */
+/* Starts the session and returns once its holder answers (or with the
+ * holder's error: a bad user, cwd or command). A name whose process runs
+ * is an error with errnum EEXIST; the remains of one whose process exited
+ * are replaced. A missing sandbox is ENOENT, a stopped one BRIG_E_STATE,
+ * bad options BRIG_E_INPUT. argv NULL: `bash --norc --noediting -i` with
+ * PS1="$ "; every session gets TERM=dumb and PAGER=cat (env over them).
+ * The holder is forked from the caller (double fork, setsid), keeps none
+ * of its fds, and is reparented to the caller if it is a subreaper. */
 int brig_session_start(const struct brig_session_start_options *o, struct brig_session_info *info,
                        brig_error_t *err);
 
@@ -55,10 +61,13 @@ struct brig_session_output {
 void brig_session_output_clear(struct brig_session_output *out);
 
 /* Sends `chars` (n bytes; none: a plain read) to the session, then waits
- * until its output has been quiet for wait_ms, or matches `until` (a
- * POSIX extended regex over what is unread; NULL: none) or the process
- * exits, at most max_ms (0: 5 minutes), and returns what it wrote since
- * the last read. An unknown session is ENOENT; a bad regex BRIG_E_INPUT. */
+ * until its output has been quiet for wait_ms (after the last output, or
+ * the request; <= 0: no quiet period), or matches `until` (a POSIX
+ * extended regex over all that is unread as one text, `$` its end; NULL:
+ * none), or the process exits, at most max_ms (<= 0: 5 minutes), and
+ * returns what it wrote since the last read. When out->alive is false the
+ * process had exited: this was its last output and the session is gone.
+ * An unknown session is ENOENT; a bad regex BRIG_E_INPUT. */
 int brig_session_input(const char *id, const char *name, const char *chars, size_t n, int wait_ms,
                        const char *until, int max_ms, struct brig_session_output *out,
                        brig_error_t *err);

@@ -20,6 +20,8 @@ static const char usage[] =
     "  exec [options] ID -- CMD...  run a command in it (user sandbox, cwd /mnt/data)\n"
     "  cp SRC ID:PATH | ID:PATH DST copy a file into or out of /mnt/data\n"
     "  download ID URL PATH         fetch URL on the host's side into /mnt/data\n"
+    "  session COMMAND ID ...       named processes on a pty that take input and\n"
+    "                               keep their output (start, input, read, ls, kill)\n"
     "  ls                           the sandboxes: state, age, time left, /mnt/data use\n"
     "  rm ID                        kill it and remove everything, /mnt/data included\n"
     "  reap                         remove the sandboxes whose ttl or idle timeout passed\n"
@@ -118,12 +120,29 @@ static int cmd_ls(int argc, char **argv)
 
 /* ---- dispatch ---- */
 
+int sandbox_dispatch(int argc, char **argv, const char *what, const char *help,
+                     const struct sandbox_subcommand *commands, size_t n)
+{
+    char names[256] = "";
+    for (size_t i = 0; i < n; i++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+                 commands[i].name);
+    if (argc < 2)
+        return brig_fail_msg("%s: missing command (%s; see `brig %s --help`)", what, names, what);
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
+        return brig_usage(help);
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(argv[1], commands[i].name) == 0) {
+            optind = 0; /* getopt starts afresh for the subcommand */
+            return commands[i].fn(argc - 1, argv + 1);
+        }
+    }
+    return brig_fail_msg("%s: unknown command `%s` (%s)", what, argv[1], names);
+}
+
 int brig_cmd_sandbox(int argc, char **argv)
 {
-    static const struct {
-        const char *name;
-        int (*fn)(int, char **);
-    } commands[] = {
+    static const struct sandbox_subcommand commands[] = {
         { "create", sandbox_cmd_create },
         { "exec", sandbox_cmd_exec },
         { "cp", sandbox_cmd_cp },
@@ -133,21 +152,8 @@ int brig_cmd_sandbox(int argc, char **argv)
         { "checkpoint", sandbox_cmd_checkpoint },
         { "restore", sandbox_cmd_restore },
         { "reap", sandbox_cmd_reap },
+        { "session", sandbox_cmd_session },
     };
-    if (argc < 2)
-        return brig_fail_msg(
-            "sandbox: missing command (create, exec, session, cp, download, ls, rm, checkpoint, "
-            "restore, reap; see `brig sandbox --help`)");
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
-        return brig_usage(usage);
-    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
-        if (strcmp(argv[1], commands[i].name) == 0) {
-            optind = 0; /* getopt starts afresh for the subcommand */
-            return commands[i].fn(argc - 1, argv + 1);
-        }
-    }
-    return brig_fail_msg(
-        "sandbox: unknown command `%s` (create, exec, session, cp, download, ls, rm, checkpoint, "
-        "restore, reap)",
-        argv[1]);
+    return sandbox_dispatch(argc, argv, "sandbox", usage, commands,
+                            sizeof commands / sizeof *commands);
 }
