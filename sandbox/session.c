@@ -32,7 +32,9 @@
 void brig_session_info_clear(struct brig_session_info *info)
 {
     free(info->name);
-    free(info->cmd);
+    for (size_t i = 0; info->argv && info->argv[i]; i++)
+        free(info->argv[i]);
+    free(info->argv);
     *info = (struct brig_session_info){ 0 };
 }
 
@@ -220,6 +222,44 @@ int brig_session_kill(const char *id, const char *name, brig_error_t *err)
     return request(id, name, &rq, NULL, NULL, &rp, &data, err);
 }
 
+/* The pid a host process has in its innermost pid namespace (the
+ * sandbox's): the last of /proc/PID/status's NSpid; the host's when that
+ * can't be read. */
+static pid_t pid_inside(pid_t host)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int) host);
+    cleanup_file FILE *f = fopen(path, "re");
+    while (f && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "NSpid:", 6) != 0)
+            continue;
+        char *last = strrchr(line, '\t');
+        long v = last ? strtol(last + 1, NULL, 10) : 0;
+        return v > 0 ? (pid_t) v : host;
+    }
+    return host;
+}
+
+/* A command as the holder sends it, words ended by NULs, as an argv;
+ * NULL when memory ran out. */
+static char **unpack_argv(const char *data, size_t n)
+{
+    size_t words = 0;
+    for (size_t i = 0; i < n; i++)
+        words += data[i] == '\0';
+    char **argv = calloc(words + 1, sizeof *argv);
+    for (size_t i = 0, w = 0; argv && i < n && w < words; w++) {
+        if ((argv[w] = strdup(data + i)) == NULL) {
+            for (size_t k = 0; k < w; k++)
+                free(argv[k]);
+            free(argv);
+            return NULL;
+        }
+        i += strlen(data + i) + 1;
+    }
+    return argv;
+}
+
 /* What the holder says of its session. */
 static int info(const char *id, const char *name, struct brig_session_info *out, brig_error_t *err)
 {
@@ -230,14 +270,15 @@ static int info(const char *id, const char *name, struct brig_session_info *out,
         return -1;
     *out = (struct brig_session_info){
         .name = strdup(name),
-        .pid = rp.pid,
-        .cmd = brig_steal_ptr(cmd),
+        .pid = pid_inside(rp.pid),
+        .host_pid = rp.pid,
+        .argv = unpack_argv(cmd, rp.n_data),
         .alive = rp.alive,
         .exit_status = rp.exit_status,
         .unread = rp.unread,
         .started_ms = rp.started_ms,
     };
-    if (out->name == NULL)
+    if (out->name == NULL || out->argv == NULL)
         return brig_session_info_clear(out), brig_error_set(err, ENOMEM, WHAT);
     return 0;
 }
@@ -449,12 +490,13 @@ static int read_report(const struct brig_session_start_options *o, int fd,
         return -1;
     *info = (struct brig_session_info){
         .name = strdup(o->name),
-        .pid = rp.pid,
-        .cmd = brig_steal_ptr(cmd),
+        .pid = pid_inside(rp.pid),
+        .host_pid = rp.pid,
+        .argv = unpack_argv(cmd, rp.n_data),
         .alive = true,
         .started_ms = rp.started_ms,
     };
-    if (info->name == NULL)
+    if (info->name == NULL || info->argv == NULL)
         return brig_session_info_clear(info), brig_error_set(err, ENOMEM, WHAT);
     return 0;
 }

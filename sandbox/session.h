@@ -31,8 +31,9 @@ struct brig_session_start_options {
 
 struct brig_session_info {
     char *name;
-    pid_t pid;          /* the process, as the host sees it */
-    char *cmd;          /* its argv joined by spaces */
+    pid_t pid;          /* the process, as the sandbox sees it (the host's pid once it exited) */
+    pid_t host_pid;     /* the process, as the host sees it */
+    char **argv;        /* its command, NULL-terminated */
     bool alive;         /* false: exited, output left to read */
     int exit_status;    /* with !alive: 128+N for signal N */
     uint64_t unread;    /* bytes waiting to be read */

@@ -162,7 +162,7 @@ static void answer_output(struct holder *h, struct client *c, int64_t now)
 static void answer_info(struct holder *h, struct client *c)
 {
     struct brig_session_reply r = state_of(h);
-    r.n_data = (uint32_t) strlen(h->s->cmd);
+    r.n_data = (uint32_t) h->s->cmd_len;
     queue_reply(c, &r, h->s->cmd);
 }
 
@@ -287,7 +287,7 @@ static void start_input(struct holder *h, struct client *c, int64_t now)
     const struct brig_session_request *rq = &c->rq;
     if (rq->n_until > 0) {
         const char *until = c->body + rq->n_chars; /* NUL-terminated by read_request */
-        int r = regcomp(&c->until, until, REG_EXTENDED);
+        int r = regcomp(&c->until, until, REG_EXTENDED | REG_NEWLINE);
         if (r != 0) {
             char why[256];
             regerror(r, &c->until, why, sizeof why);

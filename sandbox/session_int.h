@@ -96,7 +96,8 @@ struct brig_session_held {
     int master, listen_fd, lock_fd, sandbox_fd, sessions_fd, dir_fd;
     pid_t pid;
     int64_t started_ms; /* CLOCK_REALTIME */
-    char *cmd;
+    char *cmd;          /* argv, each word ended by a NUL */
+    size_t cmd_len;
     const char *name;
 };
 

@@ -138,17 +138,16 @@ static int set_up_pty(int master, brig_error_t *err)
 }
 
 /* argv joined by spaces. */
-static char *join(char *const *argv)
+/* argv packed as its words each ended by a NUL, as the holder's replies
+ * carry it (session_int.h); its length in *len. */
+static char *pack_argv(char *const *argv, size_t *len)
 {
-    size_t len = 1;
+    *len = 0;
     for (size_t i = 0; argv[i]; i++)
-        len += strlen(argv[i]) + 1;
-    char *s = calloc(1, len);
-    for (size_t i = 0; s && argv[i]; i++) {
-        if (i > 0)
-            strcat(s, " ");
-        strcat(s, argv[i]);
-    }
+        *len += strlen(argv[i]) + 1;
+    char *s = malloc(*len + 1), *p = s;
+    for (size_t i = 0; s && argv[i]; i++)
+        p = stpcpy(p, argv[i]) + 1;
     return s;
 }
 
@@ -162,7 +161,7 @@ static int start_process(const struct brig_session_start_options *o, struct brig
     while (o->env && o->env[n_asked])
         n_asked++;
     cleanup_free char **env = brig_env_overlay(&base, o->env, n_asked, &n_env);
-    h->cmd = join(argv);
+    h->cmd = pack_argv(argv, &h->cmd_len);
     if (env == NULL || h->cmd == NULL)
         return brig_error_set(err, ENOMEM, WHAT);
     struct brig_sandbox_exec_options eo = {
@@ -190,16 +189,19 @@ static int start_process(const struct brig_session_start_options *o, struct brig
 static int write_info(const struct brig_session_held *h, brig_error_t *err)
 {
     cleanup_free char *text = NULL;
+    cleanup_free char *words = malloc(h->cmd_len + 1);
+    if (words == NULL)
+        return brig_error_set(err, ENOMEM, WHAT);
+    /* One line: the words joined by spaces, their own newlines flattened. */
+    for (size_t i = 0; i < h->cmd_len; i++)
+        words[i] = h->cmd[i] == '\0' || h->cmd[i] == '\n' ? ' ' : h->cmd[i];
+    words[h->cmd_len ? h->cmd_len - 1 : 0] = '\0';
     int n = asprintf(&text, "pid=%d\nholder=%d\nstarted_ms=%" PRId64 "\ncmd=%s\n", (int) h->pid,
-                     (int) getpid(), h->started_ms, h->cmd);
+                     (int) getpid(), h->started_ms, words);
     if (n < 0) {
         text = NULL;
         return brig_error_set(err, ENOMEM, WHAT);
     }
-    /* One line each: the command's own newlines are flattened. */
-    for (char *p = strstr(text, "cmd=") + 4; *p; p++)
-        if (*p == '\n' && p[1] != '\0')
-            *p = ' ';
     return brig_write_file_atomic_at(h->dir_fd, BRIG_SESSION_INFO, text, (size_t) n, 0600, err);
 }
 
@@ -213,7 +215,7 @@ static void report(int fd, const struct brig_session_held *h, brig_error_t err)
         .alive = err == NULL,
         .pid = h ? h->pid : -1,
         .started_ms = h ? h->started_ms : 0,
-        .n_data = (uint32_t) strlen(data),
+        .n_data = (uint32_t) (err ? strlen(data) : h->cmd_len),
     };
     size_t len;
     cleanup_free char *block = brig_session_reply_pack(&r, data, &len);

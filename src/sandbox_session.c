@@ -258,11 +258,16 @@ static int cmd_read(int argc, char **argv)
 
 /* ---- ls, kill ---- */
 
-/* The command as given, but nothing that a terminal would act on. */
-static void print_cmd(const char *cmd)
+/* The command's words joined by spaces, with nothing that a terminal
+ * would act on. */
+static void print_cmd(char *const *argv)
 {
-    for (const char *p = cmd; *p; p++)
-        putchar(isprint((unsigned char) *p) ? *p : '?');
+    for (size_t i = 0; argv && argv[i]; i++) {
+        if (i > 0)
+            putchar(' ');
+        for (const char *p = argv[i]; *p; p++)
+            putchar(isprint((unsigned char) *p) ? *p : '?');
+    }
     putchar('\n');
 }
 
@@ -287,7 +292,7 @@ static int cmd_ls(int argc, char **argv)
         brig_sandbox_span(brig_sandbox_now_ms() - s->started_ms, age, sizeof age);
         printf("%-20s %-8d %-10s %-8llu %-6s ", s->name, (int) s->pid, state,
                (unsigned long long) s->unread, age);
-        print_cmd(s->cmd);
+        print_cmd(s->argv);
     }
     brig_session_list_free(list, n);
     return 0;

@@ -22,7 +22,10 @@ static void gen_info(yajl_gen g, const struct brig_session_info *s)
     api_gen_key(g, "pid");
     yajl_gen_integer(g, s->pid);
     api_gen_key(g, "cmd");
-    api_gen_string(g, s->cmd ? s->cmd : "");
+    yajl_gen_array_open(g);
+    for (size_t i = 0; s->argv && s->argv[i]; i++)
+        api_gen_string(g, s->argv[i]);
+    yajl_gen_array_close(g);
     api_gen_key(g, "alive");
     yajl_gen_bool(g, s->alive);
     api_gen_key(g, "exit");
@@ -150,6 +153,10 @@ static enum MHD_Result talk(struct MHD_Connection *c, struct api_request *r, con
     brig_error_t err = NULL;
     if (wait_ms > 600000)
         wait_ms = 600000;
+    /* wait 0 answers at once with what is there; the sandbox layer's 0
+     * would mean no quiet period at all (only `until` or the end). */
+    if (wait_ms <= 0)
+        wait_ms = 1;
     if (brig_session_input(r->parts[1], r->parts[3], chars, chars ? strlen(chars) : 0,
                            (int) wait_ms, until, 0, &out, &err)
         < 0)
@@ -184,6 +191,10 @@ enum MHD_Result api_session_input(struct MHD_Connection *c, struct api_request *
         || wait_field(body, &wait_ms, &err) < 0) {
         yajl_tree_free(body);
         return api_reply_brig_error(c, &err);
+    }
+    if (chars == NULL) {
+        yajl_tree_free(body);
+        return api_reply_error(c, 400, "body: `chars` is required (a plain read is GET)");
     }
     enum MHD_Result res = talk(c, r, chars, wait_ms, until);
     yajl_tree_free(body);

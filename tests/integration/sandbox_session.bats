@@ -178,7 +178,9 @@ ms() {
 	run ses ls "$SX"
 	[ "$status" -eq 0 ]
 	[ "$(squeeze "${lines[0]}")" = "NAME PID STATE UNREAD AGE CMD" ]
-	echo "$output" | grep -Eq "^l1 +$(info l1 pid) +running +[0-9]+ +[0-9]+s +bash --norc --noediting -i$"
+	# PID is the sandbox's: the last of the host process's NSpid.
+	inside=$(awk '$1 == "NSpid:" { print $NF }' "/proc/$(info l1 pid)/status")
+	echo "$output" | grep -Eq "^l1 +$inside +running +[0-9]+ +[0-9]+s +bash --norc --noediting -i$"
 	echo "$output" | grep -Eq "^l2 +[0-9]+ +exited\(3\) +5 +[0-9]+s +sh -c echo done; exit 3$"
 }
 
