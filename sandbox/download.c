@@ -162,12 +162,7 @@ static int run_fetch(const char *url, const struct brig_sandbox_download_options
                      brig_error_t *err)
 {
     cleanup_free char *prog = NULL;
-#ifdef BRIG_FETCH_PATH
-    const char *installed = BRIG_FETCH_PATH;
-#else
-    const char *installed = NULL;
-#endif
-    if (brig_sandbox_locate("brig-fetch", "BRIG_FETCH", installed, &prog, err) < 0)
+    if (brig_sandbox_locate_helper("brig-fetch", &prog, err) < 0)
         return brig_error_wrap(err, DL);
     struct fetch_args a;
     fetch_argv(url, o, &a);

@@ -128,12 +128,7 @@ static bool passed_on(const char *var)
 static int spawn_proxy(brig_error_t *err)
 {
     cleanup_free char *path = NULL;
-#ifdef BRIG_EGRESS_PATH
-    const char *installed = BRIG_EGRESS_PATH;
-#else
-    const char *installed = NULL;
-#endif
-    if (brig_sandbox_locate("brig-egress", "BRIG_EGRESS", installed, &path, err) < 0)
+    if (brig_sandbox_locate_helper("brig-egress", &path, err) < 0)
         return brig_error_wrap(err, "egress proxy");
     char *const argv[] = { "brig-egress", NULL };
     return brig_sandbox_daemon_spawn("egress proxy", path, argv, passed_on, err);

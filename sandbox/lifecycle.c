@@ -36,12 +36,7 @@
 /* brig-init: $BRIG_INIT, the installed one, or the build tree's. */
 static int locate_init(char **out, brig_error_t *err)
 {
-#ifdef BRIG_INIT_PATH
-    const char *installed = BRIG_INIT_PATH;
-#else
-    const char *installed = NULL;
-#endif
-    if (brig_sandbox_locate("brig-init", "BRIG_INIT", installed, out, err) < 0)
+    if (brig_sandbox_locate_helper("brig-init", out, err) < 0)
         return brig_error_wrap(err, "sandbox profile");
     return 0;
 }

@@ -49,12 +49,37 @@ int brig_sandbox_locate(const char *name, const char *env, const char *installed
     return 0;
 }
 
-int brig_sandbox_locate_api(char **out, brig_error_t *err)
-{
-#ifdef BRIG_API_PATH
-    const char *installed = BRIG_API_PATH;
-#else
-    const char *installed = NULL;
+/* Where `make install` puts each (Makefile.am defines them for this
+ * layer); none in a build without them. */
+#ifndef BRIG_INIT_PATH
+#define BRIG_INIT_PATH NULL
 #endif
-    return brig_sandbox_locate("brig-api", "BRIG_API", installed, out, err);
+#ifndef BRIG_EGRESS_PATH
+#define BRIG_EGRESS_PATH NULL
+#endif
+#ifndef BRIG_FETCH_PATH
+#define BRIG_FETCH_PATH NULL
+#endif
+#ifndef BRIG_REAPER_PATH
+#define BRIG_REAPER_PATH NULL
+#endif
+#ifndef BRIG_API_PATH
+#define BRIG_API_PATH NULL
+#endif
+
+int brig_sandbox_locate_helper(const char *name, char **out, brig_error_t *err)
+{
+    static const struct {
+        const char *name, *env, *installed;
+    } helpers[] = {
+        { "brig-init", "BRIG_INIT", BRIG_INIT_PATH },
+        { "brig-egress", "BRIG_EGRESS", BRIG_EGRESS_PATH },
+        { "brig-fetch", "BRIG_FETCH", BRIG_FETCH_PATH },
+        { "brig-reaper", "BRIG_REAPER", BRIG_REAPER_PATH },
+        { "brig-api", "BRIG_API", BRIG_API_PATH },
+    };
+    for (size_t i = 0; i < sizeof helpers / sizeof helpers[0]; i++)
+        if (strcmp(name, helpers[i].name) == 0)
+            return brig_sandbox_locate(name, helpers[i].env, helpers[i].installed, out, err);
+    return brig_error_set(err, 0, "no helper program `%s`", name);
 }

@@ -15,7 +15,9 @@ char *brig_sandbox_beside_self(const char *name);
 int brig_sandbox_locate(const char *name, const char *env, const char *installed, char **out,
                         brig_error_t *err);
 
-/* brig-api, the server `brig serve` runs ($BRIG_API overrides). */
-int brig_sandbox_locate_api(char **out, brig_error_t *err);
+/* One of brig's helper programs by name (brig-init, brig-egress,
+ * brig-fetch, brig-reaper, brig-api): its $BRIG_INIT, $BRIG_EGRESS, ...,
+ * the installed one, or the build tree's. */
+int brig_sandbox_locate_helper(const char *name, char **out, brig_error_t *err);
 
 #endif

@@ -123,12 +123,7 @@ static int spawn_reaper(brig_error_t *err)
     cleanup_free char *path = NULL, *home = realpath(brig_sandbox_home(), NULL);
     if (home == NULL)
         return brig_error_set(err, errno, "reaper: `%s`", brig_sandbox_home());
-#ifdef BRIG_REAPER_PATH
-    const char *installed = BRIG_REAPER_PATH;
-#else
-    const char *installed = NULL;
-#endif
-    if (brig_sandbox_locate(BRIG_REAPER_NAME, BRIG_REAPER_ENV, installed, &path, err) < 0)
+    if (brig_sandbox_locate_helper(BRIG_REAPER_NAME, &path, err) < 0)
         return brig_error_wrap(err, "reaper");
     /* The home on its command line: `pgrep -f` tells one home's reaper
      * from another's. */

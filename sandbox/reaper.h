@@ -21,7 +21,6 @@
 #define BRIG_REAPER_LOCK ".reaper.lock"
 #define BRIG_REAPER_PASS ".reaper.pass"
 #define BRIG_REAPER_NAME "brig-reaper"
-#define BRIG_REAPER_ENV "BRIG_REAPER" /* the program, as locate.h finds it */
 #define BRIG_REAPER_LOG_ENV "BRIG_REAPER_LOG"
 #define BRIG_REAPER_LOG_DEFAULT "/var/log/brig/reaper.log"
 #define BRIG_REAPER_MAX_SLEEP_MS 60000

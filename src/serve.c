@@ -16,7 +16,7 @@ int brig_cmd_serve(int argc, char **argv)
 {
     cleanup_free char *prog = NULL;
     brig_error_t err = NULL;
-    if (brig_sandbox_locate_api(&prog, &err) < 0)
+    if (brig_sandbox_locate_helper("brig-api", &prog, &err) < 0)
         return brig_error_wrap(&err, "serve"), brig_fail(&err);
     /* brig-api ROOT-FLAG ARGS... NULL */
     cleanup_free char **args = calloc((size_t) argc + 4, sizeof *args);

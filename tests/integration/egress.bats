@@ -91,10 +91,6 @@ teardown() {
 	:
 }
 
-sb() {
-	timeout -k 5 "$BRIG_TEST_TIMEOUT" "$BRIG" --root "$SB_ROOT" sandbox "$@"
-}
-
 # fetch ID URL: python3's urllib in the sandbox, through the proxy as the
 # environment names it (loopback too): "STATUS BYTES" or "STATUS reason".
 fetch() {

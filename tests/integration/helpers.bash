@@ -484,6 +484,12 @@ sandbox_file_env() {
 	fi
 }
 
+# sb ARGS...: `brig sandbox ARGS` with the file's state root, bounded like
+# every brig command of the tests.
+sb() {
+	timeout -k 5 "$BRIG_TEST_TIMEOUT" "$BRIG" --root "$SB_ROOT" sandbox "$@"
+}
+
 # require_sandboxes ID...: in setup, each sandbox that setup_file created
 # runs, or the test fails with what its create said
 # ($BATS_FILE_TMPDIR/ID.out).

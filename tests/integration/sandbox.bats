@@ -48,10 +48,6 @@ teardown() {
 	:
 }
 
-sb() {
-	timeout -k 5 "$BRIG_TEST_TIMEOUT" "$BRIG" --root "$SB_ROOT" sandbox "$@"
-}
-
 # in_s1 SHELL_PROGRAM: runs it in s1 as the sandbox user.
 in_s1() {
 	sb exec s1 -- sh -c "$1"

@@ -100,10 +100,6 @@ teardown() {
 	:
 }
 
-sb() {
-	timeout -k 5 "$BRIG_TEST_TIMEOUT" "$BRIG" --root "$SB_ROOT" sandbox "$@"
-}
-
 # in_sb ID SHELL_PROGRAM: run in the sandbox as its user.
 in_sb() {
 	sb exec "$1" -- sh -c "$2"

@@ -45,10 +45,6 @@ teardown() {
 	:
 }
 
-sb() {
-	timeout -k 5 "$BRIG_TEST_TIMEOUT" "$BRIG" --root "$SB_ROOT" sandbox "$@"
-}
-
 create() {
 	sb create --rootfs "$ROOTFS_TREE" --network none "$@"
 }

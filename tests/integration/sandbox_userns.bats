@@ -50,10 +50,6 @@ teardown() {
 	done
 }
 
-sb() {
-	timeout -k 5 "$BRIG_TEST_TIMEOUT" "$BRIG" --root "$SB_ROOT" sandbox "$@"
-}
-
 # range_of ID: "UID GID", the host ids the sandbox's 0 maps to, as its dir
 # records them.
 range_of() {
