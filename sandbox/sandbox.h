@@ -46,9 +46,11 @@ int brig_sandbox_setting(struct brig_profile_settings *s, const char *key, const
 
 /* Sets the limit `key` (ttl, idle-timeout, exec-timeout) of a create to
  * `ms`, checked (ttl and idle-timeout at least a second, none over 30
- * days); BRIG_E_INPUT naming it as `shown` otherwise. */
+ * days); BRIG_E_INPUT naming it as `shown`, with the user's `text` when
+ * there is one, otherwise. */
 struct brig_sandbox_create_options;
 int brig_sandbox_lifetime_setting(struct brig_sandbox_create_options *o, const char *key,
-                                  const char *shown, int64_t ms, brig_error_t *err);
+                                  const char *shown, const char *text, int64_t ms,
+                                  brig_error_t *err);
 
 #endif

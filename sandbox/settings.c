@@ -93,7 +93,8 @@ int brig_sandbox_setting(struct brig_profile_settings *s, const char *key, const
 }
 
 int brig_sandbox_lifetime_setting(struct brig_sandbox_create_options *o, const char *key,
-                                  const char *shown, int64_t ms, brig_error_t *err)
+                                  const char *shown, const char *text, int64_t ms,
+                                  brig_error_t *err)
 {
     /* A second at least: a reaper could otherwise remove the sandbox
      * while it is being made. */
@@ -104,7 +105,8 @@ int brig_sandbox_lifetime_setting(struct brig_sandbox_create_options *o, const c
             continue;
         int64_t least = i == 2 ? 1 : 1000;
         if (ms < least || ms > INT64_C(30) * 86400000)
-            return brig_error_kind(err, BRIG_E_INPUT, "invalid %s (%s to 30 days)", shown,
+            return brig_error_kind(err, BRIG_E_INPUT, "invalid %s%s%s%s (%s to 30 days)", shown,
+                                   text ? " `" : "", text ? text : "", text ? "`" : "",
                                    i == 2 ? "1ms" : "1s");
         *fields[i] = ms;
         return 0;

@@ -71,7 +71,7 @@ static int apply_flag(const char *key, struct brig_profile_settings *s,
     int ms;
     if (brig_parse_duration_ms(optarg, &ms) < 0)
         return brig_error_kind(err, BRIG_E_INPUT, "invalid %s `%s` (30s, 5m, 2h)", shown, optarg);
-    return brig_sandbox_lifetime_setting(o, key, shown, ms, err);
+    return brig_sandbox_lifetime_setting(o, key, shown, optarg, ms, err);
 }
 
 static int parse_create(int argc, char **argv, struct brig_profile_settings *s,

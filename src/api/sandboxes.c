@@ -233,7 +233,7 @@ static int limits_from(yajl_val body, struct brig_sandbox_create_options *o, bri
         int got = api_field_seconds_ms(body, limits[i][0], &ms, err);
         if (got < 0
             || (got > 0
-                && brig_sandbox_lifetime_setting(o, limits[i][1], limits[i][0], ms, err) < 0))
+                && brig_sandbox_lifetime_setting(o, limits[i][1], limits[i][0], NULL, ms, err) < 0))
             return -1;
     }
     return 0;

@@ -165,8 +165,27 @@ assert_removed() {
 	wait_no_reaper 3
 }
 
+@test "sandbox create --exec-timeout: every exec's default timeout, which --timeout overrides; an exec is activity" {
+	create --exec-timeout 1s --idle-timeout 4s lt-k1
+	local t0
+	t0=$(now_ms)
+	run sb exec lt-k1 -- sleep 10
+	[ "$status" -eq 124 ]
+	(($(now_ms) - t0 < 5000)) || fail "the exec ran $(($(now_ms) - t0)) ms"
+	run sb exec --timeout 3s lt-k1 -- sh -c 'sleep 2; echo done'
+	[ "$status" -eq 0 ]
+	[ "$output" = done ]
+	# Execs every second keep it past its idle timeout.
+	for _ in 1 2 3 4 5 6; do
+		sb exec lt-k1 -- true
+		sleep 1
+	done
+	[ "$("$BRIG" --root "$SB_ROOT" state lt-k1 | jq -r .status)" = running ]
+	wait_gone lt-k1 8
+}
+
 @test "sandbox create: a bad duration is one line, and nothing is made" {
-	local bad=(--ttl 0 --ttl 0s --ttl abc --ttl 500ms --ttl 25h --ttl nan --ttl ''
+	local bad=(--ttl 0 --ttl 0s --ttl abc --ttl 500ms --ttl 721h --ttl nan --ttl ''
 		--idle-timeout 5x --idle-timeout -3s --exec-timeout 0 --exec-timeout 1d)
 	# Not `i`: bats's run sets one of its own.
 	local n
