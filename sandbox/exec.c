@@ -102,8 +102,13 @@ int brig_sandbox_exec_start(const struct brig_sandbox_exec_options *o, struct br
     struct brig_spec *spec = NULL;
     opened.dir_fd = brig_container_open(o->root, o->id, &root_fd, &opened.state, err);
     int r = opened.dir_fd < 0 ? -1 : brig_container_load_spec(opened.dir_fd, &spec, err);
-    if (r == 0)
-        r = start(o, &opened, spec, &ex->pid, err);
+    if (r == 0 && (r = start(o, &opened, spec, &ex->pid, err)) < 0) {
+        /* The sandbox is there: a command or a cwd it hasn't is what the
+         * caller asked for. */
+        int e = (*err)->errnum;
+        if (e == ENOENT || e == ENOTDIR || e == EACCES || e == ELOOP)
+            (*err)->errnum = BRIG_E_INPUT;
+    }
     if (opened.dir_fd >= 0)
         close(opened.dir_fd);
     brig_state_free(opened.state);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/sha256.h"
+#include "container/state.h"
 
 const char *brig_sandbox_home(void)
 {
@@ -17,9 +18,17 @@ const char *brig_sandbox_home(void)
 int brig_sandbox_id_validate(const char *id, brig_error_t *err)
 {
     /* The id becomes a path component under the home, and rm removes that
-     * tree: anything but a single name could reach outside it. */
-    if (*id == '\0' || *id == '.' || strchr(id, '/'))
-        return brig_error_set(err, 0, "invalid id `%s`", id);
+     * tree: anything but a single name could reach outside it. It names
+     * the container too, whose ids are letters, digits and _+-. only. */
+    brig_error_t ignored = NULL;
+    for (const char *p = id; *p; p++)
+        if ((unsigned char) *p < 0x20 || *p == 0x7f)
+            return brig_error_kind(err, BRIG_E_INPUT, "invalid id: a control character in it");
+    if (*id == '\0' || *id == '.' || brig_id_validate(id, &ignored) < 0) {
+        brig_error_release(&ignored);
+        return brig_error_kind(err, BRIG_E_INPUT,
+                               "invalid id `%s` (letters, digits and _+-., not first a `.`)", id);
+    }
     return 0;
 }
 

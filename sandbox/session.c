@@ -198,7 +198,9 @@ int brig_session_input(const char *id, const char *name, const char *chars, size
     };
     struct brig_session_reply rp;
     char *data;
-    brig_sandbox_mark_active(id);
+    /* Typing is activity; a read is only looking. */
+    if (n > 0)
+        brig_sandbox_mark_active(id);
     if (request(id, name, &rq, chars, until, &rp, &data, err) < 0) {
         free(data);
         return -1;

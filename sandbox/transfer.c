@@ -30,7 +30,7 @@ int brig_sandbox_data_relpath(const char *path, char **rel, brig_error_t *err)
     if (strncmp(path, BRIG_SANDBOX_DATA, dlen) == 0 && (path[dlen] == '\0' || path[dlen] == '/'))
         path += dlen;
     else if (path[0] == '/')
-        return brig_error_set(err, 0, "only %s is reachable", BRIG_SANDBOX_DATA);
+        return brig_error_kind(err, BRIG_E_INPUT, "only %s is reachable", BRIG_SANDBOX_DATA);
     while (*path == '/')
         path++;
     *rel = strdup(*path ? path : ".");

@@ -387,8 +387,8 @@ int brig_container_exec(const struct brig_exec_options *o, pid_t *pid, brig_erro
     enum brig_status status = brig_state_status(dir_fd, st);
     int r = 0;
     if (status == BRIG_STATUS_STOPPED || status == BRIG_STATUS_CREATING)
-        r = brig_error_set(err, 0, "cannot exec in container `%s`: it is %s", o->id,
-                           brig_status_name(status));
+        r = brig_error_kind(err, ESRCH, "cannot exec in container `%s`: it is %s", o->id,
+                            brig_status_name(status));
     else if (status == BRIG_STATUS_PAUSED && !o->ignore_paused) {
         r = brig_error_set(err, 0, "cannot exec in container `%s`: it is paused", o->id);
         (*err)->errnum = BRIG_E_STATE; /* the caller may offer to ignore that */

@@ -72,7 +72,7 @@ int brig_process_find_executable(const struct brig_process *p, char **out, brig_
         if (is_executable(candidate))
             return (*out = strdup(candidate)) ? 0 : brig_error_set(err, ENOMEM, "exec");
     }
-    return brig_error_set(err, 0, "exec `%s`: executable file not found in $PATH", arg0);
+    return brig_error_kind(err, ENOENT, "exec `%s`: executable file not found in $PATH", arg0);
 }
 
 /* process.env, plus HOME from the container's /etc/passwd when missing

@@ -50,6 +50,15 @@ struct api_request {
     brig_error_t upload_err;
 };
 
+/* libmicrohttpd's callbacks (request.c): a request's every call, its
+ * end, and the unescaping of its path and query. */
+enum MHD_Result api_access(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                           const char *version, const char *upload_data, size_t *upload_data_size,
+                           void **ctx);
+void api_completed(void *cls, struct MHD_Connection *c, void **ctx,
+                   enum MHD_RequestTerminationCode toe);
+size_t api_unescape(void *cls, struct MHD_Connection *c, char *s);
+
 typedef enum MHD_Result (*api_handler)(struct MHD_Connection *c, struct api_request *r);
 
 /* ---- replies (request.c) ---- */

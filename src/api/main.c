@@ -27,12 +27,6 @@
 #define DEFAULT_ROOT "/run/brig"
 #define MAX_CONNECTIONS 1024
 
-enum MHD_Result api_access(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-                           const char *version, const char *upload_data, size_t *upload_data_size,
-                           void **ctx);
-void api_completed(void *cls, struct MHD_Connection *c, void **ctx,
-                   enum MHD_RequestTerminationCode toe);
-
 static const char usage[] =
     "Usage: brig serve [options]\n\n"
     "Serve the sandbox API (HTTP/1.1 and JSON, docs/api.md) until SIGTERM.\n\n"
@@ -151,9 +145,9 @@ static int serve(int fd, const char *unix_path)
         MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD
                              | MHD_USE_ERROR_LOG,
                          0, NULL, NULL, api_access, NULL, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL,
-                         MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, api_completed,
-                         NULL, MHD_OPTION_CONNECTION_LIMIT, (unsigned) MAX_CONNECTIONS,
-                         MHD_OPTION_END);
+                         MHD_OPTION_UNESCAPE_CALLBACK, api_unescape, NULL, MHD_OPTION_LISTEN_SOCKET,
+                         fd, MHD_OPTION_NOTIFY_COMPLETED, api_completed, NULL,
+                         MHD_OPTION_CONNECTION_LIMIT, (unsigned) MAX_CONNECTIONS, MHD_OPTION_END);
     if (d == NULL)
         return fail("could not start the HTTP server");
     sigset_t stop;

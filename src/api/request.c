@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "api.h"
 #include "base/cleanup.h"
@@ -49,8 +50,12 @@ enum MHD_Result api_reply_gen(struct MHD_Connection *c, unsigned status, yajl_ge
 
 /* {"error": msg}, with one header more when `header` is set. */
 static enum MHD_Result error_reply(struct MHD_Connection *c, unsigned status, const char *header,
-                                   const char *value, const char *msg)
+                                   const char *value, char *msg)
 {
+    /* One line, whatever a path or an id put in it. */
+    for (char *p = msg; p && *p; p++)
+        if ((unsigned char) *p < 0x20 || *p == 0x7f)
+            *p = '?';
     yajl_gen g = api_gen();
     const unsigned char *buf;
     size_t len;
@@ -95,6 +100,7 @@ unsigned api_status_of(const struct brig_error *e)
     switch (e->errnum) {
     case BRIG_E_INPUT:
     case EINVAL:
+    case ENOTDIR:
         return 400;
     case EACCES:
     case EPERM:
@@ -103,6 +109,7 @@ unsigned api_status_of(const struct brig_error *e)
         return 404;
     case EEXIST:
     case BRIG_E_STATE:
+    case ESRCH: /* a sandbox that isn't running */
         return 409;
     case ENOSPC:
     case EDQUOT:
@@ -133,7 +140,7 @@ static bool authorized(struct MHD_Connection *c)
     if (api_config.token == NULL)
         return true;
     const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-    if (h == NULL || strncmp(h, "Bearer ", 7) != 0)
+    if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0)
         return false;
     const char *given = h + 7;
     size_t len = strlen(given);
@@ -271,9 +278,11 @@ static enum MHD_Result first_call(struct MHD_Connection *c, const char *url, con
     *ctx = r;
     if (r->url == NULL)
         return MHD_NO;
+    char denied[] = "missing or wrong bearer token";
     if (!authorized(c))
-        return error_reply(c, 401, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer",
-                           "missing or wrong bearer token");
+        return error_reply(c, 401, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer", denied);
+    if (strstr(url, "%00"))
+        return api_reply_error(c, 400, "a NUL (%%00) in the path");
     if (!split_url(r))
         return api_reply_error(c, 404, "no such route: %s", url);
     unsigned status;
@@ -292,9 +301,16 @@ static enum MHD_Result first_call(struct MHD_Connection *c, const char *url, con
     return MHD_YES;
 }
 
-enum MHD_Result api_access(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-                           const char *version, const char *upload_data, size_t *upload_data_size,
-                           void **ctx);
+size_t api_unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+    /* A %00 would end the C string of a path or a value: what follows it
+     * would be dropped without a word. Such a text stays as it came, and
+     * the request is refused (first_call). */
+    if (strstr(s, "%00"))
+        return strlen(s);
+    return MHD_http_unescape(s);
+}
+
 enum MHD_Result api_access(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                            const char *version, const char *upload_data, size_t *upload_data_size,
                            void **ctx)
@@ -311,8 +327,6 @@ enum MHD_Result api_access(void *cls, struct MHD_Connection *c, const char *url,
     return h ? h(c, r) : api_reply_error(c, status, "no such route");
 }
 
-void api_completed(void *cls, struct MHD_Connection *c, void **ctx,
-                   enum MHD_RequestTerminationCode toe);
 void api_completed(void *cls, struct MHD_Connection *c, void **ctx,
                    enum MHD_RequestTerminationCode toe)
 {

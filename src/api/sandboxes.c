@@ -263,8 +263,8 @@ enum MHD_Result api_sandboxes_create(struct MHD_Connection *c, struct api_reques
     int r2 = api_body_object(r, allowed, &body, &err);
     if (r2 == 0 && (r2 = api_field_string(body, "id", &id, &err)) == 0)
         r2 = brig_error_kind(&err, BRIG_E_INPUT, "body: `id` is required");
-    if (r2 >= 0 && (r2 = brig_sandbox_id_validate(id, &err)) < 0)
-        brig_error_kind(&err, BRIG_E_INPUT, "invalid id `%s`", id);
+    if (r2 >= 0)
+        r2 = brig_sandbox_id_validate(id, &err);
     if (r2 >= 0)
         r2 = brig_profile_settings_default(&s, &err);
     if (r2 >= 0 && api_config.rootfs)
@@ -297,8 +297,7 @@ enum MHD_Result api_sandbox_delete(struct MHD_Connection *c, struct api_request 
     brig_error_t err = NULL;
     int found = brig_sandbox_exists(api_config.root, id, &err);
     if (found < 0)
-        return brig_error_kind(&err, BRIG_E_INPUT, "invalid id `%s`", id),
-               api_reply_brig_error(c, &err);
+        return api_reply_brig_error(c, &err);
     if (!found)
         return api_reply_error(c, 404, "no sandbox `%s`", id);
     if (api_in_child(remove_in_child, (void *) id, NULL, 0, &err) < 0)

@@ -19,8 +19,12 @@ static void gen_info(yajl_gen g, const struct brig_session_info *s)
     yajl_gen_map_open(g);
     api_gen_key(g, "name");
     api_gen_string(g, s->name);
+    /* The sandbox's pid while it runs; none once it ended. */
     api_gen_key(g, "pid");
-    yajl_gen_integer(g, s->pid);
+    if (s->alive)
+        yajl_gen_integer(g, s->pid);
+    else
+        yajl_gen_null(g);
     api_gen_key(g, "cmd");
     yajl_gen_array_open(g);
     for (size_t i = 0; s->argv && s->argv[i]; i++)

@@ -311,6 +311,9 @@ said_line() {
 	[ ! -e "$BRIG_SANDBOX_DIR/noauth" ]
 	req GET /v1/sandboxes
 	[ "$code" = 200 ]
+	# The scheme's name is not case sensitive.
+	raw GET /v1/sandboxes -H "Authorization: bearer $API_TOKEN"
+	[ "$code" = 200 ]
 }
 
 @test "serve: TCP needs a token file, then answers with the token only; SIGTERM ends it with 0" {
@@ -404,13 +407,15 @@ said_line() {
 		'{"id": "b1", "data_size": "1K"}' '{"id": "b1", "cpus": "lots"}' '{"id": "b1", "cpus": 0}' \
 		'{"id": "b1", "network": "wifi"}' '{"id": "b1", "ttl": "soon"}' '{"id": "b1", "idle_timeout": "-1s"}' \
 		'{"id": "b1", "exec_timeout": true}' '{"id": "b1", "memory": ["1G"]}' \
-		'{}' '{"id": ""}' '{"id": ".b1"}' '{"id": "a/b"}' '{"id": 7}' '[]' '"b1"' '{"id": "b1"' 'id=b1' ''; do
+		'{}' '{"id": ""}' '{"id": ".b1"}' '{"id": "a/b"}' '{"id": 7}' '[]' '"b1"' '{"id": "b1"' 'id=b1' '' \
+		'{"id": "b 1"}' '{"id": "b1\n"}' '{"id": "b\u00e91"}'; do
 		req POST /v1/sandboxes -d "$b"
 		assert_error 400 "$b"
 	done
 	req GET /v1/sandboxes
-	jqe 'all(.sandboxes[]; .id != "b1" and .id != ".b1" and .id != "a")'
+	jqe 'all(.sandboxes[]; .id != "b1" and .id != ".b1" and .id != "a" and .id != "b 1")'
 	[ ! -e "$BRIG_SANDBOX_DIR/b1" ]
+	[ ! -e "$BRIG_SANDBOX_DIR/b 1" ]
 	[ ! -e "$SB_ROOT/b1" ]
 }
 
@@ -555,7 +560,8 @@ said_line() {
 	for b in '{"cmd": ["id"], "user": "0"}' '{"cmd": ["id"], "user": "root"}' '{"cmd": ["pwd"], "cwd": "tmp"}' \
 		'{"cmd": []}' '{}' '{"cmd": "id"}' '{"cmd": ["id", 1]}' '{"cmd": ["id"], "env": {"A": 1}}' \
 		'{"cmd": ["id"], "env": {"A=B": "c"}}' '{"cmd": ["id"], "env": ["A=b"]}' '{"cmd": ["id"], "stdin": 5}' \
-		'{"cmd": ["id"], "cwd": 5}' '{"cmd": ["id"], "colour": "red"}' '{"cmd": ["id"]'; do
+		'{"cmd": ["id"], "cwd": 5}' '{"cmd": ["id"], "colour": "red"}' '{"cmd": ["id"]' \
+		'{"cmd": ["no-such-command"]}' '{"cmd": ["pwd"], "cwd": "/no/such/dir"}'; do
 		req POST /v1/sandboxes/api1/exec -d "$b"
 		assert_error 400 "$b"
 	done
@@ -706,7 +712,7 @@ said_line() {
 		jq -e '.sessions[] | select(.name == "short") | .alive == false' <<<"$body" >/dev/null && break
 		sleep 0.2
 	done
-	jqe '.sessions[] | select(.name == "short") | .alive == false and .exit == 7 and .unread > 0'
+	jqe '.sessions[] | select(.name == "short") | .alive == false and .exit == 7 and .unread > 0 and .pid == null'
 	hear api1 short --data-urlencode wait=0
 	said_line bye-7
 	jqe '.alive == false and .exit == 7'
@@ -883,6 +889,13 @@ said_line() {
 	[ ! -e "$BATS_TEST_TMPDIR/evil-$$" ]
 	[ ! -e "$BRIG_SANDBOX_DIR/api1/evil" ]
 	[ ! -e "$BRIG_SANDBOX_DIR/evil" ]
+	# A NUL would cut the path short: refused, nothing written or read.
+	req PUT "/v1/sandboxes/api1/files/nul%00evil" --data-binary x
+	assert_error 400
+	req GET "/v1/sandboxes/api1/files/nul%00evil"
+	assert_error 400
+	exec_cmd api1 sh -c 'ls /mnt/data | grep -c nul || true'
+	[ "$(text "$out")" = 0 ]
 	exec_cmd api1 rm -f /mnt/data/rootlink /mnt/data/pw /mnt/data/up4 /mnt/data/victimlink /mnt/data/victimdir /mnt/data/evil
 }
 
@@ -951,7 +964,9 @@ said_line() {
 	local b
 	for b in '{"url": "file:///etc/passwd", "path": "dl/p"}' '{"url": "ftp://example.com/x", "path": "dl/p"}' \
 		'{"path": "dl/p"}' '{"url": "http://example.com/x"}' '{"url": 5, "path": "dl/p"}' \
-		'{"url": "http://example.com/x", "path": "dl/p", "colour": "red"}'; do
+		'{"url": "http://example.com/x", "path": "dl/p", "colour": "red"}' \
+		"{\"url\": \"http://127.0.0.1:$WWW_PORT/hello.txt\", \"path\": \"/etc/x\"}" \
+		"{\"url\": \"http://127.0.0.1:$WWW_PORT/hello.txt\", \"path\": \"dl/hello.txt/x\"}"; do
 		req POST /v1/sandboxes/api1/download -d "$b"
 		assert_error 400 "$b"
 	done

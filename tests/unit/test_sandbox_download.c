@@ -85,8 +85,10 @@ static void test_early_errors(void)
         "sandbox download: sandbox `s1`: `%s/s1/data` is not mounted: No such file or directory",
         home);
     CHECK_STR(outcome("s1", url, "x"), want, "a sandbox that isn't there");
-    CHECK_STR(outcome("../s1", url, "x"), "sandbox download: sandbox: invalid id `../s1`",
-              "a bad id");
+    CHECK_STR(
+        outcome("../s1", url, "x"),
+        "sandbox download: sandbox: invalid id `../s1` (letters, digits and _+-., not first a `.`)",
+        "a bad id");
     rmdir(home);
 }
 

@@ -43,17 +43,20 @@ static void test_ids(void)
     } cases[] = {
         { "s1", "ok" },
         { "a.b-c_d", "ok" },
-        { "...", "invalid id `...`" },
-        { "..a", "invalid id `..a`" },
-        { ".containers", "invalid id `.containers`" },
+        { "...", "invalid id `...` (letters, digits and _+-., not first a `.`)" },
+        { "..a", "invalid id `..a` (letters, digits and _+-., not first a `.`)" },
+        { ".containers", "invalid id `.containers` (letters, digits and _+-., not first a `.`)" },
         { "a.", "ok" },
-        { "", "invalid id ``" },
-        { ".", "invalid id `.`" },
-        { "..", "invalid id `..`" },
-        { "a/b", "invalid id `a/b`" },
-        { "/", "invalid id `/`" },
-        { "../x", "invalid id `../x`" },
-        { "x/", "invalid id `x/`" },
+        { "", "invalid id `` (letters, digits and _+-., not first a `.`)" },
+        { ".", "invalid id `.` (letters, digits and _+-., not first a `.`)" },
+        { "..", "invalid id `..` (letters, digits and _+-., not first a `.`)" },
+        { "a/b", "invalid id `a/b` (letters, digits and _+-., not first a `.`)" },
+        { "/", "invalid id `/` (letters, digits and _+-., not first a `.`)" },
+        { "../x", "invalid id `../x` (letters, digits and _+-., not first a `.`)" },
+        { "x/", "invalid id `x/` (letters, digits and _+-., not first a `.`)" },
+        { "a b", "invalid id `a b` (letters, digits and _+-., not first a `.`)" },
+        { "a\nb", "invalid id: a control character in it" },
+        { "a+b", "ok" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         brig_error_t err = NULL;
@@ -76,11 +79,13 @@ static void test_paths(void)
     CHECK_STR(p, want, "path: HOME/ID/bundle");
     free(p);
     p = (char *) "unchanged";
-    CHECK_STR(outcome(brig_sandbox_dir("a/b", &p, &err), &err), "sandbox: invalid id `a/b`",
+    CHECK_STR(outcome(brig_sandbox_dir("a/b", &p, &err), &err),
+              "sandbox: invalid id `a/b` (letters, digits and _+-., not first a `.`)",
               "dir: a bad id, as the CLI prints it");
     CHECK(p == NULL, "dir: nothing out after a bad id");
     CHECK_STR(outcome(brig_sandbox_path("..", BRIG_SANDBOX_CHECKPOINT, &p, &err), &err),
-              "sandbox: invalid id `..`", "path: a bad id");
+              "sandbox: invalid id `..` (letters, digits and _+-., not first a `.`)",
+              "path: a bad id");
 }
 
 static void mk(const char *rel, bool dir)
@@ -128,14 +133,16 @@ static void test_manage(void)
     CHECK(brig_sandbox_exists(state_root, "alpha", &err) == 1, "exists: a dir");
     CHECK(brig_sandbox_exists(state_root, "nope", &err) == 0, "exists: neither dir nor container");
     CHECK_STR(outcome(brig_sandbox_exists(state_root, "..", &err), &err),
-              "sandbox: invalid id `..`", "exists: a bad id");
+              "sandbox: invalid id `..` (letters, digits and _+-., not first a `.`)",
+              "exists: a bad id");
 
     CHECK_STR(outcome(brig_sandbox_remove(state_root, "alpha", &err), &err), "ok", "remove: ok");
     CHECK(!present("alpha") && present("zeta"), "remove: that sandbox's dir, only");
     CHECK_STR(outcome(brig_sandbox_remove(state_root, "alpha", &err), &err), "ok",
               "remove: a missing sandbox is not an error");
     CHECK_STR(outcome(brig_sandbox_remove(state_root, "..", &err), &err),
-              "sandbox: invalid id `..`", "remove: a bad id removes nothing");
+              "sandbox: invalid id `..` (letters, digits and _+-., not first a `.`)",
+              "remove: a bad id removes nothing");
     CHECK(present("zeta"), "remove: the home is intact");
 }
 
@@ -143,9 +150,11 @@ static void test_checkpoint_ids(void)
 {
     brig_error_t err = NULL;
     CHECK_STR(outcome(brig_sandbox_checkpoint(state_root, "a/b", NULL, false, &err), &err),
-              "sandbox: invalid id `a/b`", "checkpoint: a bad id");
+              "sandbox: invalid id `a/b` (letters, digits and _+-., not first a `.`)",
+              "checkpoint: a bad id");
     CHECK_STR(outcome(brig_sandbox_restore(state_root, ".", "/x", false, NULL, &err), &err),
-              "sandbox: invalid id `.`", "restore: a bad id, even with an image path");
+              "sandbox: invalid id `.` (letters, digits and _+-., not first a `.`)",
+              "restore: a bad id, even with an image path");
 }
 
 int main(void)

@@ -321,10 +321,12 @@ static void test_copy_errors(void)
     CHECK_STR(outcome(brig_sandbox_copy_in(tree, "s1", ".", &err), &err), want,
               "copy in: a host dir");
     snprintf(dir, sizeof dir, "%s/file", tree);
-    CHECK_STR(outcome(brig_sandbox_copy_in(dir, "..", ".", &err), &err), "sandbox: invalid id `..`",
+    CHECK_STR(outcome(brig_sandbox_copy_in(dir, "..", ".", &err), &err),
+              "sandbox: invalid id `..` (letters, digits and _+-., not first a `.`)",
               "copy in: a bad id");
     CHECK_STR(outcome(brig_sandbox_copy_out("a/b", "x", "/nonexistent", &err), &err),
-              "sandbox: invalid id `a/b`", "copy out: a bad id");
+              "sandbox: invalid id `a/b` (letters, digits and _+-., not first a `.`)",
+              "copy out: a bad id");
 }
 
 int main(void)
