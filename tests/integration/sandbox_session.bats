@@ -99,10 +99,13 @@ ms() {
 	[ "${lines[3]}" = /mnt/data ]
 	[ "${lines[4]}" = '$ ' ]
 	running "$(info sh1 pid)"
-	# What it runs has no signal ignored or blocked of the holder's.
-	run ses input "$SX" sh1 'grep -E "^Sig(Ign|Blk)" /proc/self/status\n'
-	[ "${lines[1]}" = $'SigBlk:\t0000000000000000' ]
-	[ "${lines[2]}" = $'SigIgn:\t0000000000000000' ]
+	# A session's process has no signal ignored or blocked of the holder's
+	# or its caller's (this one's caller ignores SIGINT and SIGQUIT).
+	(trap '' INT QUIT && ses start "$SX" sig -- sh -c 'grep -E "^Sig(Ign|Blk)" /proc/$$/status; sleep 100')
+	ENDS="$ENDS sig"
+	run ses read --until 'SigIgn.*' --wait 10s "$SX" sig
+	[ "${lines[0]}" = $'SigBlk:\t0000000000000000' ] || fail "blocked: $output"
+	[ "${lines[1]}" = $'SigIgn:\t0000000000000000' ] || fail "ignored: $output"
 }
 
 @test "session: a persistent python3 keeps its variables" {
