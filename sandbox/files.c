@@ -248,7 +248,8 @@ int brig_sandbox_file_list(const char *id, const char *path, struct brig_sandbox
         *n = 0;
         return -1;
     }
-    qsort(*out, *n, sizeof **out, by_name);
+    if (*n > 1)
+        qsort(*out, *n, sizeof **out, by_name);
     brig_sandbox_mark_active(id);
     return 0;
 }

@@ -366,7 +366,8 @@ int brig_sandbox_list(const char *root, struct brig_sandbox_entry **out, size_t 
         brig_sandbox_list_free(entries, count);
         return -1;
     }
-    qsort(entries, count, sizeof *entries, entry_cmp);
+    if (count > 1)
+        qsort(entries, count, sizeof *entries, entry_cmp);
     for (size_t i = 0; i < count; i++) {
         if (fill_entry(root, &entries[i]))
             entries[kept++] = entries[i];
