@@ -1,13 +1,14 @@
 /* brig-api, the HTTP/JSON API that `brig serve` runs (docs/api.md):
  * libmicrohttpd with a thread per connection, so a long exec or a slow
  * reader holds only its own. The work is the sandbox layer's, the same
- * functions the CLI calls; what spawns processes runs in a worker child
- * (worker.c) with the server's fds closed and signals at their defaults.
+ * functions the CLI calls; what starts processes runs as a job, brig-api
+ * started anew (worker.c, jobs.c), never in a fork of the threaded server.
  *
  *   main.c      options, the listening socket, the daemon
  *   request.c   a request's life: auth, body, routing, replies
  *   json.c      bodies in (yajl's tree) and replies out (yajl_gen)
- *   worker.c    work done in a child process of its own
+ *   worker.c    jobs started and waited for
+ *   jobs.c      a job's side: `brig-api --job KIND ...`
  *   sandboxes.c create, list, describe, remove
  *   exec.c      exec, its output streamed as NDJSON
  *   sessions.c  sessions
@@ -18,6 +19,7 @@
 #include <microhttpd.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 #include <yajl/yajl_gen.h>
 #include <yajl/yajl_tree.h>
 
@@ -100,15 +102,34 @@ void api_gen_bytes(yajl_gen g, const char *data, size_t len);
  * isn't complete yet (0-3): a stream holds them back for the next read. */
 size_t api_utf8_incomplete_tail(const char *data, size_t len);
 
-/* ---- worker children (worker.c) ---- */
-/* Runs fn(ctx, err) in a child process of the server's: every fd but
- * `keep` closed, the signals at their defaults. Waits for it; its result
- * and error come back as if fn had run here. */
-int api_in_child(int (*fn)(void *ctx, brig_error_t *err), void *ctx, const int *keep, size_t n_keep,
-                 brig_error_t *err);
-/* The child's side of the above, for a worker that outlives the call
- * (exec): resets what a child of the server must not keep. */
-void api_child_reset(const int *keep, size_t n_keep);
+/* ---- jobs (worker.c, jobs.c) ---- */
+/* A job's command line, built a word at a time. */
+struct api_argv {
+    char **v; /* NULL-terminated */
+    size_t n, cap;
+};
+int api_argv_add(struct api_argv *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void api_argv_free(struct api_argv *a);
+/* Starts brig-api anew with `a` ({"brig-api", "--job", KIND, ...}),
+ * `stdio` (NULL: /dev/null) as its fds 0-2 and a report pipe as fd 3,
+ * whose read end lands in *report. */
+int api_job_spawn(const struct api_argv *a, const int *stdio, pid_t *pid, int *report,
+                  brig_error_t *err);
+/* Runs a job to its end; its error comes back as if the work had been
+ * done here, what it said on success in *said (NULL: not wanted). */
+int api_job_run(const struct api_argv *a, char **said, brig_error_t *err);
+/* The job's side: `brig-api --job KIND ARGS...` (jobs.c). */
+int api_job_main(int argc, char **argv);
+
+/* What an exec's job says on its report pipe: its start (kind 'S', value
+ * the pid) or why it failed ('E', value the errnum), then its exit ('X',
+ * value the status). */
+struct api_exec_report {
+    int kind;
+    int value;
+    int timed_out;
+    char msg[1024];
+};
 
 /* ---- routes ---- */
 enum MHD_Result api_sandboxes_list(struct MHD_Connection *c, struct api_request *r);

@@ -1,10 +1,11 @@
 #define _GNU_SOURCE
-/* POST /v1/sandboxes/ID/exec: the process starts in a worker child
- * (sandbox/exec.h, as `brig sandbox exec` starts it) with pipes for its
- * stdio, and its output streams back as newline-delimited JSON events
- * while it runs: {"stdout": ...}, {"stderr": ...}, and last {"exit": N}
- * (with "timeout": true when its time ran out). The worker reports on a
- * pipe of its own: its start (or why it failed), then the exit. */
+/* POST /v1/sandboxes/ID/exec: the process starts in a job (worker.c;
+ * jobs.c runs sandbox/exec.h, as `brig sandbox exec` does) with pipes for
+ * its stdio, and its output streams back as newline-delimited JSON
+ * events while it runs: {"stdout": ...}, {"stderr": ...}, and last
+ * {"exit": N} (with "timeout": true when its time ran out). The job
+ * reports on a pipe of its own: its start (or why it failed), then the
+ * exit. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -13,24 +14,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "api.h"
 #include "base/cleanup.h"
 #include "base/utils.h"
-#include "sandbox/exec.h"
 
 #define CHUNK 65536
-
-/* What the worker says on its report pipe. */
-struct report {
-    int kind;  /* 'S' started, 'E' failed to start, 'X' exited */
-    int value; /* E: errnum; X: exit status */
-    int timed_out;
-    char msg[1024]; /* E */
-};
 
 struct exec_stream {
     pid_t worker, pid; /* the worker, and the process it started */
@@ -42,35 +33,8 @@ struct exec_stream {
     char tail[2][4]; /* an incomplete UTF-8 sequence held per stream */
     size_t tail_len[2];
     bool exited, done;
-    struct report last;
+    struct api_exec_report last;
 };
-
-static void worker_main(const struct brig_sandbox_exec_options *o, int rep)
-{
-    struct report rp = { 0 };
-    prctl(PR_SET_CHILD_SUBREAPER, 1);
-    struct brig_sandbox_exec ex;
-    brig_error_t err = NULL;
-    if (brig_sandbox_exec_start(o, &ex, &err) < 0) {
-        rp.kind = 'E';
-        rp.value = err->errnum;
-        snprintf(rp.msg, sizeof rp.msg, "%s", err->msg);
-        brig_write_all(rep, &rp, sizeof rp);
-        _exit(1);
-    }
-    for (int i = 0; i < 3; i++)
-        close(o->stdio[i]);
-    rp.kind = 'S';
-    rp.value = ex.pid;
-    brig_write_all(rep, &rp, sizeof rp);
-    bool timed_out = false;
-    int status = brig_sandbox_exec_wait(&ex, &timed_out, &err);
-    rp.kind = 'X';
-    rp.value = status < 0 ? 255 : status;
-    rp.timed_out = timed_out;
-    brig_write_all(rep, &rp, sizeof rp);
-    _exit(0);
-}
 
 /* stdin's bytes, written by a thread of their own so that a process
  * that writes before it reads can't stall the stream. */
@@ -208,7 +172,7 @@ static void pump(struct exec_stream *s)
         read_stream(s, 1, &s->err, false);
     if (p[2].revents) {
         if (read(s->rep, &s->last, sizeof s->last) != (ssize_t) sizeof s->last)
-            s->last = (struct report){ 'X', 255, 0, "" };
+            s->last = (struct api_exec_report){ 'X', 255, 0, "" };
         s->exited = true;
     }
     /* Exited: what the pipes hold now is the process's last output; a
@@ -307,15 +271,15 @@ static int parse_body(const struct api_request *r, struct exec_body *b, brig_err
     return 0;
 }
 
-/* Pipes for stdin (or /dev/null), stdout, stderr and the report: [i][0]
- * read ends, [i][1] write ends. */
+/* Pipes for stdin (or /dev/null), stdout and stderr: [i][0] read ends,
+ * [i][1] write ends. */
 static int make_pipes(int p[4][2], bool with_stdin, brig_error_t *err)
 {
     for (int i = 0; i < 4; i++)
         p[i][0] = p[i][1] = -1;
     if (!with_stdin && (p[0][0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
         return brig_error_set(err, errno, "exec: /dev/null");
-    for (int i = with_stdin ? 0 : 1; i < 4; i++)
+    for (int i = with_stdin ? 0 : 1; i < 3; i++)
         if (pipe2(p[i], O_CLOEXEC) < 0)
             return brig_error_set(err, errno, "exec: pipe");
     return 0;
@@ -329,34 +293,50 @@ static void close_pipes(int p[4][2])
                 close(p[i][j]);
 }
 
-/* Forks the worker; *s gets the read ends. Returns the worker's first
- * word: started, or the error it failed with. */
-static int spawn_worker(const struct brig_sandbox_exec_options *o, int p[4][2],
+/* The job's command line: exec ROOT ID TIMEOUT_MS CWD USER N ENV... ARGV... */
+static int job_argv(const char *id, const struct exec_body *b, struct api_argv *a)
+{
+    size_t n_env = 0;
+    while (b->env && b->env[n_env])
+        n_env++;
+    int r = api_argv_add(a, "brig-api") | api_argv_add(a, "--job") | api_argv_add(a, "exec")
+            | api_argv_add(a, "%s", api_config.root) | api_argv_add(a, "%s", id)
+            | api_argv_add(a, "%lld", (long long) b->timeout_ms)
+            | api_argv_add(a, "%s", b->cwd ? b->cwd : "")
+            | api_argv_add(a, "%s", b->user ? b->user : "") | api_argv_add(a, "%zu", n_env);
+    for (size_t i = 0; r == 0 && i < n_env; i++)
+        r = api_argv_add(a, "%s", b->env[i]);
+    for (size_t i = 0; r == 0 && b->argv[i]; i++)
+        r = api_argv_add(a, "%s", b->argv[i]);
+    return r;
+}
+
+/* Starts the job; *s gets the read ends. Returns the job's first word:
+ * started, or the error it failed with. */
+static int spawn_worker(const char *id, const struct exec_body *b, int p[4][2],
                         struct exec_stream *s, brig_error_t *err)
 {
-    pid_t pid = fork();
-    if (pid < 0)
-        return brig_error_set(err, errno, "exec: fork");
-    if (pid == 0) {
-        int keep[4] = { p[0][0], p[1][1], p[2][1], p[3][1] };
-        api_child_reset(keep, 4);
-        struct brig_sandbox_exec_options mine = *o;
-        mine.stdio = keep;
-        worker_main(&mine, p[3][1]);
+    struct api_argv a = { 0 };
+    if (job_argv(id, b, &a) != 0) {
+        api_argv_free(&a);
+        return brig_error_set(err, ENOMEM, "exec");
     }
-    s->worker = pid;
-    close(p[0][0]);
-    close(p[1][1]);
-    close(p[2][1]);
-    close(p[3][1]);
-    p[0][0] = p[1][1] = p[2][1] = p[3][1] = -1;
+    int stdio[3] = { p[0][0], p[1][1], p[2][1] };
+    int r = api_job_spawn(&a, stdio, &s->worker, &s->rep, err);
+    api_argv_free(&a);
+    if (r < 0)
+        return -1;
+    /* The process has its ends of the pipes; ours would keep them open. */
+    for (int i = 0; i < 3; i++) {
+        close(stdio[i]);
+        p[i][i == 0 ? 0 : 1] = -1;
+    }
     s->out = p[1][0];
     s->err = p[2][0];
-    s->rep = p[3][0];
-    p[1][0] = p[2][0] = p[3][0] = -1;
-    struct report first;
+    p[1][0] = p[2][0] = -1;
+    struct api_exec_report first;
     if (read(s->rep, &first, sizeof first) != (ssize_t) sizeof first)
-        return brig_error_set(err, 0, "exec: the worker died before the start");
+        return brig_error_set(err, 0, "exec: its job died before the start");
     if (first.kind == 'E')
         return brig_error_kind(err, first.value, "%s", first.msg);
     s->pid = first.value;
@@ -382,17 +362,10 @@ enum MHD_Result api_exec(struct MHD_Connection *c, struct api_request *r)
         rc = start_feeder(p[0][1], b.stdin_text, &err); /* takes the fd, whatever the outcome */
         p[0][1] = -1;
     }
+    if (b.timeout_ms > 0x7fffffff)
+        b.timeout_ms = 0x7fffffff;
     if (rc == 0) {
-        struct brig_sandbox_exec_options o = {
-            .root = api_config.root,
-            .id = r->parts[1],
-            .argv = b.argv,
-            .env = b.env,
-            .cwd = b.cwd,
-            .user = b.user,
-            .timeout_ms = b.timeout_ms > 0x7fffffff ? 0x7fffffff : (int) b.timeout_ms,
-        };
-        rc = spawn_worker(&o, p, s, &err);
+        rc = spawn_worker(r->parts[1], &b, p, s, &err);
         if (rc < 0 && s->worker > 0)
             while (waitpid(s->worker, NULL, 0) < 0 && errno == EINTR)
                 ;

@@ -111,52 +111,31 @@ enum MHD_Result api_file_get(struct MHD_Connection *c, struct api_request *r)
 
 /* ---- download ---- */
 
-struct download_job {
-    const char *id, *url, *path;
-    int report; /* where the child writes the size and final path */
-};
-
-static int download_in_child(void *ctx, brig_error_t *err)
-{
-    struct download_job *job = ctx;
-    cleanup_free char *final = NULL;
-    uint64_t bytes = 0;
-    struct brig_sandbox_download_options defaults = { 0 };
-    if (brig_sandbox_download(job->id, job->url, job->path, &defaults, &final, &bytes, err) < 0)
-        return -1;
-    dprintf(job->report, "%llu %s", (unsigned long long) bytes, final);
-    return 0;
-}
-
 enum MHD_Result api_download(struct MHD_Connection *c, struct api_request *r)
 {
     static const char *const allowed[] = { "url", "path", NULL };
     yajl_val body = NULL;
     brig_error_t err = NULL;
-    struct download_job job = { .id = r->parts[1] };
-    int p[2] = { -1, -1 };
+    const char *url = NULL, *path = NULL;
+    struct api_argv a = { 0 };
+    cleanup_free char *said = NULL;
     int rc = api_body_object(r, allowed, &body, &err);
     if (rc == 0
-        && (api_field_string(body, "url", &job.url, &err) <= 0
-            || api_field_string(body, "path", &job.path, &err) <= 0))
+        && (api_field_string(body, "url", &url, &err) <= 0
+            || api_field_string(body, "path", &path, &err) <= 0))
         rc = err ? -1 : brig_error_kind(&err, BRIG_E_INPUT, "body: `url` and `path` are required");
-    if (rc == 0 && pipe2(p, O_CLOEXEC) < 0)
-        rc = brig_error_set(&err, errno, "download: pipe");
-    if (rc == 0) {
-        job.report = p[1];
-        rc = api_in_child(download_in_child, &job, &p[1], 1, &err);
-        close(p[1]);
-    }
-    char said[4200] = "";
-    if (rc == 0) {
-        ssize_t n = read(p[0], said, sizeof said - 1);
-        said[n > 0 ? n : 0] = '\0';
-    }
-    if (p[0] >= 0)
-        close(p[0]);
+    if (rc == 0
+        && (api_argv_add(&a, "brig-api") | api_argv_add(&a, "--job") | api_argv_add(&a, "download")
+            | api_argv_add(&a, "%s", r->parts[1]) | api_argv_add(&a, "%s", url)
+            | api_argv_add(&a, "%s", path))
+               != 0)
+        rc = brig_error_set(&err, ENOMEM, "download");
+    if (rc == 0)
+        rc = api_job_run(&a, &said, &err);
+    api_argv_free(&a);
     yajl_tree_free(body);
     if (rc < 0)
         return api_reply_brig_error(c, &err);
-    char *space = strchr(said, ' ');
-    return reply_path(c, 201, space ? space + 1 : "", strtoull(said, NULL, 10));
+    char *space = said ? strchr(said, ' ') : NULL;
+    return reply_path(c, 201, space ? space + 1 : "", said ? strtoull(said, NULL, 10) : 0);
 }

@@ -164,8 +164,24 @@ static int serve(int fd, const char *unix_path)
     _exit(0);
 }
 
+/* A job (worker.c): the sandbox layer's handlers, this program's file
+ * kept out of the containers' reach, then the work. */
+static int job(int argc, char **argv)
+{
+    brig_handlers_register(brig_sandbox_handlers);
+    brig_error_t err = NULL;
+    if (brig_selfexe_protect(argv, &err) < 0) {
+        int r = fail("%s", err->msg);
+        brig_error_release(&err);
+        return r;
+    }
+    return api_job_main(argc, argv);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 2 && strcmp(argv[1], "--job") == 0)
+        return job(argc, argv);
     static const struct option opts[] = {
         { "listen", required_argument, NULL, 'l' },
         { "token-file", required_argument, NULL, 't' },

@@ -190,22 +190,9 @@ enum MHD_Result api_sandbox_get(struct MHD_Connection *c, struct api_request *r)
 
 /* ---- create ---- */
 
-struct create_job {
-    struct brig_sandbox_create_options o;
-};
-
-static int create_in_child(void *ctx, brig_error_t *err)
-{
-    struct create_job *job = ctx;
-    brig_error_t warning = NULL;
-    int r = brig_sandbox_create(&job->o, &warning, err);
-    brig_error_release(&warning);
-    return r;
-}
-
 /* A size or count given as a number or as a string ("512M", "1.5"). */
-static int setting_field(struct brig_profile_settings *s, yajl_val body, const char *field,
-                         const char *key, brig_error_t *err)
+static int setting_field(struct brig_profile_settings *s, struct api_argv *a, yajl_val body,
+                         const char *field, const char *key, brig_error_t *err)
 {
     yajl_val v = api_field(body, field);
     if (v == NULL)
@@ -219,36 +206,65 @@ static int setting_field(struct brig_profile_settings *s, yajl_val body, const c
         snprintf(text, sizeof text, "%g", YAJL_GET_DOUBLE(v));
     else
         return brig_error_kind(err, BRIG_E_INPUT, "body: `%s` must be a number or a string", field);
-    return brig_sandbox_setting(s, key, field, text, false, err);
+    if (brig_sandbox_setting(s, key, field, text, false, err) < 0)
+        return -1;
+    return api_argv_add(a, "%s=%s", key, text) == 0 ? 0 : brig_error_set(err, ENOMEM, "create");
 }
 
-/* ttl, idle_timeout, exec_timeout: seconds or durations. */
-static int limits_from(yajl_val body, struct brig_sandbox_create_options *o, brig_error_t *err)
+/* ttl, idle_timeout, exec_timeout: seconds or durations, checked and
+ * passed on in ms. */
+static int limits_from(yajl_val body, struct api_argv *a, brig_error_t *err)
 {
     static const char *const limits[][2] = { { "ttl", "ttl" },
                                              { "idle_timeout", "idle-timeout" },
                                              { "exec_timeout", "exec-timeout" } };
+    struct brig_sandbox_create_options checked = { 0 };
     for (size_t i = 0; i < 3; i++) {
         int64_t ms;
         int got = api_field_seconds_ms(body, limits[i][0], &ms, err);
-        if (got < 0
-            || (got > 0
-                && brig_sandbox_lifetime_setting(o, limits[i][1], limits[i][0], NULL, ms, err) < 0))
+        if (got <= 0) {
+            if (got < 0)
+                return -1;
+            continue;
+        }
+        if (brig_sandbox_lifetime_setting(&checked, limits[i][1], limits[i][0], NULL, ms, err) < 0)
             return -1;
+        if (api_argv_add(a, "%s=%lld", limits[i][1], (long long) ms) != 0)
+            return brig_error_set(err, ENOMEM, "create");
     }
     return 0;
 }
 
-static int settings_from(yajl_val body, struct brig_profile_settings *s, brig_error_t *err)
+static int settings_from(yajl_val body, struct brig_profile_settings *s, struct api_argv *a,
+                         brig_error_t *err)
 {
     static const char *const knobs[][2] = {
         { "memory", "memory" },       { "pids", "pids" },       { "cpus", "cpus" },
         { "data_size", "data-size" }, { "network", "network" },
     };
     for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++)
-        if (setting_field(s, body, knobs[i][0], knobs[i][1], err) < 0)
+        if (setting_field(s, a, body, knobs[i][0], knobs[i][1], err) < 0)
             return -1;
     return 0;
+}
+
+/* The create's job, every field checked first (400 here, not in the
+ * job): create ROOT ID [KEY=VALUE]... */
+static int create_argv(yajl_val body, const char *id, struct api_argv *a, brig_error_t *err)
+{
+    struct brig_profile_settings s;
+    if (brig_sandbox_id_validate(id, err) < 0 || brig_profile_settings_default(&s, err) < 0)
+        return -1;
+    int r = api_argv_add(a, "brig-api") | api_argv_add(a, "--job") | api_argv_add(a, "create")
+            | api_argv_add(a, "%s", api_config.root) | api_argv_add(a, "%s", id);
+    if (r == 0 && api_config.rootfs)
+        r = api_argv_add(a, "rootfs=%s", api_config.rootfs);
+    if (r != 0)
+        r = brig_error_set(err, ENOMEM, "create");
+    if (r == 0)
+        r = settings_from(body, &s, a, err);
+    brig_profile_settings_clear(&s);
+    return r < 0 ? -1 : limits_from(body, a, err);
 }
 
 enum MHD_Result api_sandboxes_create(struct MHD_Connection *c, struct api_request *r)
@@ -259,37 +275,23 @@ enum MHD_Result api_sandboxes_create(struct MHD_Connection *c, struct api_reques
     yajl_val body = NULL;
     brig_error_t err = NULL;
     const char *id = NULL;
-    struct brig_profile_settings s = { 0 };
-    int r2 = api_body_object(r, allowed, &body, &err);
-    if (r2 == 0 && (r2 = api_field_string(body, "id", &id, &err)) == 0)
-        r2 = brig_error_kind(&err, BRIG_E_INPUT, "body: `id` is required");
-    if (r2 >= 0)
-        r2 = brig_sandbox_id_validate(id, &err);
-    if (r2 >= 0)
-        r2 = brig_profile_settings_default(&s, &err);
-    if (r2 >= 0 && api_config.rootfs)
-        r2 = brig_sandbox_setting(&s, "rootfs", "--rootfs", api_config.rootfs, true, &err);
-    if (r2 >= 0)
-        r2 = settings_from(body, &s, &err);
-    struct create_job job = { { .root = api_config.root, .id = id, .settings = &s } };
-    if (r2 >= 0)
-        r2 = limits_from(body, &job.o, &err);
-    if (r2 >= 0 && brig_sandbox_exists(api_config.root, id, &err) != 0)
-        r2 = err ? -1 : brig_error_kind(&err, EEXIST, "sandbox `%s` exists", id);
-    if (r2 >= 0)
-        r2 = api_in_child(create_in_child, &job, NULL, 0, &err);
-    brig_profile_settings_clear(&s);
-    enum MHD_Result res = r2 < 0 ? api_reply_brig_error(c, &err) : reply_sandbox(c, 201, id);
+    struct api_argv a = { 0 };
+    int rc = api_body_object(r, allowed, &body, &err);
+    if (rc == 0 && (rc = api_field_string(body, "id", &id, &err)) == 0)
+        rc = brig_error_kind(&err, BRIG_E_INPUT, "body: `id` is required");
+    if (rc >= 0)
+        rc = create_argv(body, id, &a, &err);
+    if (rc >= 0 && brig_sandbox_exists(api_config.root, id, &err) != 0)
+        rc = err ? -1 : brig_error_kind(&err, EEXIST, "sandbox `%s` exists", id);
+    if (rc >= 0)
+        rc = api_job_run(&a, NULL, &err);
+    api_argv_free(&a);
+    enum MHD_Result res = rc < 0 ? api_reply_brig_error(c, &err) : reply_sandbox(c, 201, id);
     yajl_tree_free(body);
     return res;
 }
 
 /* ---- remove ---- */
-
-static int remove_in_child(void *ctx, brig_error_t *err)
-{
-    return brig_sandbox_remove(api_config.root, ctx, err);
-}
 
 enum MHD_Result api_sandbox_delete(struct MHD_Connection *c, struct api_request *r)
 {
@@ -300,7 +302,12 @@ enum MHD_Result api_sandbox_delete(struct MHD_Connection *c, struct api_request 
         return api_reply_brig_error(c, &err);
     if (!found)
         return api_reply_error(c, 404, "no sandbox `%s`", id);
-    if (api_in_child(remove_in_child, (void *) id, NULL, 0, &err) < 0)
+    struct api_argv a = { 0 };
+    int rc = api_argv_add(&a, "brig-api") | api_argv_add(&a, "--job") | api_argv_add(&a, "remove")
+             | api_argv_add(&a, "%s", api_config.root) | api_argv_add(&a, "%s", id);
+    rc = rc != 0 ? brig_error_set(&err, ENOMEM, "remove") : api_job_run(&a, NULL, &err);
+    api_argv_free(&a);
+    if (rc < 0)
         return api_reply_brig_error(c, &err);
     return api_reply(c, 204, NULL, "", 0);
 }

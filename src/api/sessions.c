@@ -67,19 +67,6 @@ enum MHD_Result api_sessions_list(struct MHD_Connection *c, struct api_request *
     return api_reply_gen(c, 200, g);
 }
 
-struct start_job {
-    struct brig_session_start_options o;
-};
-
-static int start_in_child(void *ctx, brig_error_t *err)
-{
-    struct start_job *job = ctx;
-    struct brig_session_info info = { 0 };
-    int r = brig_session_start(&job->o, &info, err);
-    brig_session_info_clear(&info);
-    return r;
-}
-
 /* The session's entry as `sessions` lists it. */
 static enum MHD_Result reply_info(struct MHD_Connection *c, unsigned status, const char *id,
                                   const char *name)
@@ -97,31 +84,50 @@ static enum MHD_Result reply_info(struct MHD_Connection *c, unsigned status, con
     return g ? api_reply_gen(c, status, g) : api_reply_error(c, 404, "no session `%s`", name);
 }
 
+/* session ROOT ID NAME CWD USER N ENV... [ARGV...] */
+static int start_argv(const char *id, const char *name, const char *cwd, const char *user,
+                      char **env, char **argv, struct api_argv *a)
+{
+    size_t n_env = 0;
+    while (env && env[n_env])
+        n_env++;
+    int r = api_argv_add(a, "brig-api") | api_argv_add(a, "--job") | api_argv_add(a, "session")
+            | api_argv_add(a, "%s", api_config.root) | api_argv_add(a, "%s", id)
+            | api_argv_add(a, "%s", name) | api_argv_add(a, "%s", cwd ? cwd : "")
+            | api_argv_add(a, "%s", user ? user : "") | api_argv_add(a, "%zu", n_env);
+    for (size_t i = 0; r == 0 && i < n_env; i++)
+        r = api_argv_add(a, "%s", env[i]);
+    for (size_t i = 0; r == 0 && argv && argv[i]; i++)
+        r = api_argv_add(a, "%s", argv[i]);
+    return r;
+}
+
 enum MHD_Result api_session_start(struct MHD_Connection *c, struct api_request *r)
 {
     static const char *const allowed[] = { "name", "cmd", "cwd", "env", "user", NULL };
     yajl_val body = NULL;
     brig_error_t err = NULL;
     char **argv = NULL, **env = NULL;
-    struct start_job job = { { .root = api_config.root, .id = r->parts[1] } };
+    const char *name = NULL, *cwd = NULL, *user = NULL;
+    struct api_argv a = { 0 };
     int rc = api_body_object(r, allowed, &body, &err);
-    if (rc == 0 && (rc = api_field_string(body, "name", &job.o.name, &err)) == 0)
+    if (rc == 0 && (rc = api_field_string(body, "name", &name, &err)) == 0)
         rc = brig_error_kind(&err, BRIG_E_INPUT, "body: `name` is required");
     if (rc >= 0
         && (api_field_strv(body, "cmd", &argv, &err) < 0
             || api_field_env(body, "env", &env, &err) < 0
-            || api_field_string(body, "cwd", &job.o.cwd, &err) < 0
-            || api_field_string(body, "user", &job.o.user, &err) < 0))
+            || api_field_string(body, "cwd", &cwd, &err) < 0
+            || api_field_string(body, "user", &user, &err) < 0))
         rc = -1;
     if (rc >= 0 && argv && argv[0] == NULL)
         rc = brig_error_kind(&err, BRIG_E_INPUT, "body: `cmd` is empty");
-    if (rc >= 0) {
-        job.o.argv = argv;
-        job.o.env = env;
-        rc = api_in_child(start_in_child, &job, NULL, 0, &err);
-    }
+    if (rc >= 0 && start_argv(r->parts[1], name, cwd, user, env, argv, &a) != 0)
+        rc = brig_error_set(&err, ENOMEM, "session");
+    if (rc >= 0)
+        rc = api_job_run(&a, NULL, &err);
     enum MHD_Result res = rc < 0 ? api_reply_brig_error(c, &err)
-                                 : reply_info(c, 201, r->parts[1], job.o.name);
+                                 : reply_info(c, 201, r->parts[1], name);
+    api_argv_free(&a);
     free(argv);
     api_strv_free(env);
     yajl_tree_free(body);
