@@ -100,7 +100,7 @@ for ((i = 0; i < INPUTS; i += 10)); do
 done
 
 stats() { # FILE: median p90 in ms
-	sort -n "$1" | awk '{ v[NR] = $1 * 1000 } END { printf "%.3f %.3f", v[int((NR + 1) / 2)], v[int(NR * 0.9 + 0.5)] }'
+	sort -n "$1" | awk '{ v[NR] = $1 * 1000 } END { printf "%.3f %.3f\n", v[int((NR + 1) / 2)], v[int(NR * 0.9 + 0.5)] }'
 }
 read -r ae_med ae_p90 < <(stats "$work/api-exec")
 read -r ce_med ce_p90 < <(stats "$work/cli-exec")
