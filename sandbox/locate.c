@@ -67,19 +67,33 @@ int brig_sandbox_locate(const char *name, const char *env, const char *installed
 #define BRIG_API_PATH NULL
 #endif
 
+static const struct {
+    const char *name, *env, *installed;
+} helpers[] = {
+    { "brig-init", "BRIG_INIT", BRIG_INIT_PATH },
+    { "brig-egress", "BRIG_EGRESS", BRIG_EGRESS_PATH },
+    { "brig-fetch", "BRIG_FETCH", BRIG_FETCH_PATH },
+    { "brig-reaper", "BRIG_REAPER", BRIG_REAPER_PATH },
+    { "brig-api", "BRIG_API", BRIG_API_PATH },
+};
+
 int brig_sandbox_locate_helper(const char *name, char **out, brig_error_t *err)
 {
-    static const struct {
-        const char *name, *env, *installed;
-    } helpers[] = {
-        { "brig-init", "BRIG_INIT", BRIG_INIT_PATH },
-        { "brig-egress", "BRIG_EGRESS", BRIG_EGRESS_PATH },
-        { "brig-fetch", "BRIG_FETCH", BRIG_FETCH_PATH },
-        { "brig-reaper", "BRIG_REAPER", BRIG_REAPER_PATH },
-        { "brig-api", "BRIG_API", BRIG_API_PATH },
-    };
     for (size_t i = 0; i < sizeof helpers / sizeof helpers[0]; i++)
         if (strcmp(name, helpers[i].name) == 0)
             return brig_sandbox_locate(name, helpers[i].env, helpers[i].installed, out, err);
     return brig_error_set(err, 0, "no helper program `%s`", name);
+}
+
+void brig_sandbox_pin_helpers(void)
+{
+    for (size_t i = 0; i < sizeof helpers / sizeof helpers[0]; i++) {
+        char *path = NULL;
+        brig_error_t err = NULL;
+        if (brig_sandbox_locate(helpers[i].name, helpers[i].env, helpers[i].installed, &path, &err)
+            == 0)
+            setenv(helpers[i].env, path, 0);
+        brig_error_release(&err);
+        free(path);
+    }
 }

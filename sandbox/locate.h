@@ -20,4 +20,9 @@ int brig_sandbox_locate(const char *name, const char *env, const char *installed
  * the installed one, or the build tree's. */
 int brig_sandbox_locate_helper(const char *name, char **out, brig_error_t *err);
 
+/* Each helper found now and named in its variable where none is set, for
+ * a program about to lose sight of its build tree (brig_selfexe_protect
+ * moves it onto a view of its own file) and for what it starts. */
+void brig_sandbox_pin_helpers(void);
+
 #endif

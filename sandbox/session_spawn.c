@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/signals.h"
 #include "base/utils.h"
 #include "sandbox/exec.h"
 #include "sandbox/layout.h"
@@ -48,9 +49,7 @@ static char *const default_env[] = { "TERM=dumb", "PS1=$ ", "PS2=> ", "PAGER=cat
  * pipe kept of the caller's fds, as 3 and 4; stdio /dev/null; cwd /. */
 static int detach(int *lock_fd, int *report_fd)
 {
-    struct sigaction dfl = { .sa_handler = SIG_DFL };
-    for (int s = 1; s < NSIG; s++)
-        sigaction(s, &dfl, NULL); /* SIGKILL, SIGSTOP and libc's own refuse: fine */
+    brig_signals_default_all();
     sigset_t held;
     sigemptyset(&held);
     sigaddset(&held, SIGCHLD);

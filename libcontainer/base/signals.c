@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 static const struct {
     const char *name;
@@ -70,4 +72,20 @@ int brig_signal_parse(const char *text, int *out, brig_error_t *err)
     if (parse_realtime(name, out) == 0)
         return 0;
     return brig_error_set(err, 0, "unknown signal `%s`", text);
+}
+
+/* The kernel's own sigaction: libc's refuses the signals it reserves. */
+struct kernel_sigaction {
+    void (*handler)(int);
+    unsigned long flags;
+    void (*restorer)(void);
+    unsigned long mask;
+};
+
+void brig_signals_default_all(void)
+{
+    struct kernel_sigaction dfl = { .handler = SIG_DFL };
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP)
+            syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof dfl.mask);
 }

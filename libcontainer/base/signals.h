@@ -7,4 +7,10 @@
 /* "TERM", "SIGTERM", "sigterm", "15", "RTMIN+2" → the number. */
 int brig_signal_parse(const char *text, int *out, brig_error_t *err);
 
+/* Every signal's disposition back to its default, the two libc keeps for
+ * itself (32 and 33, which sigaction refuses) included: what a process
+ * handed on inherits of an ignored signal otherwise stays ignored in all
+ * it starts. */
+void brig_signals_default_all(void);
+
 #endif

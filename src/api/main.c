@@ -20,6 +20,7 @@
 #include "api.h"
 #include "base/cleanup.h"
 #include "base/utils.h"
+#include "sandbox/locate.h"
 #include "sandbox/sandbox.h"
 #include "selfexe/selfexe.h"
 
@@ -180,6 +181,8 @@ static int job(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* Found while this program still runs from where it lies. */
+    brig_sandbox_pin_helpers();
     if (argc > 2 && strcmp(argv[1], "--job") == 0)
         return job(argc, argv);
     static const struct option opts[] = {
