@@ -11,7 +11,8 @@
 int brig_session_buf_init(struct brig_session_buf *b, size_t cap, brig_error_t *err)
 {
     *b = (struct brig_session_buf){ .cap = cap };
-    b->data = malloc(cap ? cap : 1);
+    /* One byte more: the linear view ends in a NUL (regexec's readers). */
+    b->data = malloc(cap + 1);
     return b->data ? 0 : brig_error_set(err, ENOMEM, "session buffer");
 }
 
@@ -69,6 +70,7 @@ const char *brig_session_buf_linear(struct brig_session_buf *b)
         reverse(b->data, b->cap);
         b->head = 0;
     }
+    b->data[b->head + b->len] = '\0';
     return b->data + b->head;
 }
 

@@ -76,7 +76,8 @@ struct brig_session_buf {
 int brig_session_buf_init(struct brig_session_buf *b, size_t cap, brig_error_t *err);
 void brig_session_buf_free(struct brig_session_buf *b);
 void brig_session_buf_append(struct brig_session_buf *b, const char *p, size_t n);
-/* The unread bytes in one piece (b->len of them), rotated in place. */
+/* The unread bytes in one piece (b->len of them, then a NUL), rotated in
+ * place. */
 const char *brig_session_buf_linear(struct brig_session_buf *b);
 /* Hands out the unread bytes (NUL-terminated copy) and how many were
  * dropped before them, and starts afresh. */
