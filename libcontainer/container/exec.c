@@ -101,6 +101,11 @@ static int exec_in_container(const struct exec_ctx *x, int sync_fd, brig_error_t
 {
     const struct brig_exec_options *o = x->o;
     const struct brig_process *p = x->process;
+    /* The process starts with no signal blocked, however it was forked
+     * (a sanitizer's fork leaves every signal blocked in the child). */
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
     if (setsid() < 0)
         return brig_error_set(err, errno, "setsid");
     if (brig_rlimits_apply(p, err) < 0)
