@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
+#include <time.h>
 #include <yajl/yajl_gen.h>
 #include <yajl/yajl_tree.h>
 
@@ -95,6 +96,8 @@ void api_strv_free(char **v); /* frees the "NAME=VALUE" strings too */
 yajl_gen api_gen(void);
 void api_gen_key(yajl_gen g, const char *key);
 void api_gen_string(yajl_gen g, const char *s);
+/* KEY and a time as RFC 3339 in UTC, to the second. */
+void api_gen_time(yajl_gen g, const char *key, time_t t);
 /* Bytes as a JSON string: valid UTF-8 as it is, any other byte as the
  * character of its Latin-1 reading (U+0080-U+00FF). */
 void api_gen_bytes(yajl_gen g, const char *data, size_t len);

@@ -51,10 +51,6 @@ enum MHD_Result api_file_put(struct MHD_Connection *c, struct api_request *r)
 
 static void gen_entry(yajl_gen g, const struct brig_sandbox_file_entry *e)
 {
-    char when[32];
-    struct tm tm;
-    gmtime_r(&e->mtime, &tm);
-    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
     yajl_gen_map_open(g);
     api_gen_key(g, "name");
     api_gen_string(g, e->name);
@@ -62,8 +58,7 @@ static void gen_entry(yajl_gen g, const struct brig_sandbox_file_entry *e)
     api_gen_string(g, brig_sandbox_file_type_name(e->type));
     api_gen_key(g, "size");
     yajl_gen_integer(g, (long long) e->size);
-    api_gen_key(g, "mtime");
-    api_gen_string(g, when);
+    api_gen_time(g, "mtime", e->mtime);
     yajl_gen_map_close(g);
 }
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api.h"
 #include "base/cleanup.h"
@@ -155,6 +156,16 @@ void api_gen_key(yajl_gen g, const char *key)
 void api_gen_string(yajl_gen g, const char *s)
 {
     api_gen_bytes(g, s, strlen(s));
+}
+
+void api_gen_time(yajl_gen g, const char *key, time_t t)
+{
+    char buf[32];
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    api_gen_key(g, key);
+    api_gen_string(g, buf);
 }
 
 /* The length of the valid UTF-8 sequence at p (at most n bytes), 0 when

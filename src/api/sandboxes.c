@@ -25,16 +25,6 @@ static void gen_int(yajl_gen g, const char *key, long long v)
     yajl_gen_integer(g, v);
 }
 
-static void gen_time(yajl_gen g, const char *key, time_t t)
-{
-    char buf[32];
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    api_gen_key(g, key);
-    api_gen_string(g, buf);
-}
-
 static void gen_limits(yajl_gen g, const char *id)
 {
     struct brig_profile_settings s;
@@ -132,7 +122,7 @@ static void gen_sandbox(yajl_gen g, const struct brig_sandbox_entry *e)
     api_gen_string(g, e->id);
     api_gen_key(g, "state");
     api_gen_string(g, e->has_container ? brig_status_name(e->status) : "broken");
-    gen_time(g, "created", e->mtime);
+    api_gen_time(g, "created", e->mtime);
     gen_int(g, "age", (long long) (time(NULL) - e->mtime));
     gen_limits(g, e->id);
     api_gen_key(g, "data");
