@@ -161,33 +161,57 @@ static void on_oom(void *data, const char *id)
 
 /* ---- Create ---- */
 
-/* `profile = "NAME"` in a runtime config file (CRI's ConfigPath). */
-static char *profile_from_config(const char *path)
+/* What a runtime options file (CRI's ConfigPath, `ctr
+ * --runtime-config-path`) says, in the TOML of containerd's runtime
+ * options: `profile = "NAME"` and `SystemdCgroup = true`. */
+struct runtime_config {
+    char *profile;
+    bool systemd_cgroup;
+};
+
+static void read_runtime_config(const char *path, struct runtime_config *out)
 {
     cleanup_file FILE *f = fopen(path, "re");
     if (!f)
-        return NULL;
+        return;
     char line[512];
     while (fgets(line, sizeof(line), f)) {
-        char name[64];
-        if (sscanf(line, " profile = \"%63[^\"]\"", name) == 1)
-            return strdup(name);
+        char name[64], value[8];
+        if (out->profile == NULL && sscanf(line, " profile = \"%63[^\"]\"", name) == 1)
+            out->profile = strdup(name);
+        if (sscanf(line, " SystemdCgroup = %7[a-z]", value) == 1)
+            out->systemd_cgroup = strcmp(value, "true") == 0;
     }
-    return NULL;
+}
+
+/* The runtime options of a create: runtimeoptions.v1.Options names a
+ * config file (what containerd's CRI plugin sends a shim that is not
+ * runc's); containerd.runc.v1.Options carries SystemdCgroup itself. */
+static void create_options(const Shimpb__CreateTaskRequest *req, struct runtime_config *out)
+{
+    if (req->options == NULL)
+        return;
+    const ProtobufCBinaryData *v = &req->options->value;
+    if (strcmp(req->options->type_url, "runtimeoptions.v1.Options") == 0) {
+        Shimpb__RuntimeOptions *o = shimpb__runtime_options__unpack(NULL, v->len, v->data);
+        if (o && *o->config_path)
+            read_runtime_config(o->config_path, out);
+        if (o)
+            shimpb__runtime_options__free_unpacked(o, NULL);
+    } else if (strcmp(req->options->type_url, "containerd.runc.v1.Options") == 0) {
+        Shimpb__RuncOptions *o = shimpb__runc_options__unpack(NULL, v->len, v->data);
+        if (o)
+            out->systemd_cgroup = o->systemd_cgroup;
+        if (o)
+            shimpb__runc_options__free_unpacked(o, NULL);
+    }
 }
 
 /* The profile the runtime options or the bundle's annotation ask for. */
-static char *create_profile(const Shimpb__CreateTaskRequest *req)
+static char *create_profile(const Shimpb__CreateTaskRequest *req, struct runtime_config *rc)
 {
-    if (req->options && strcmp(req->options->type_url, "runtimeoptions.v1.Options") == 0) {
-        Shimpb__RuntimeOptions *o = shimpb__runtime_options__unpack(NULL, req->options->value.len,
-                                                                    req->options->value.data);
-        char *p = o && *o->config_path ? profile_from_config(o->config_path) : NULL;
-        if (o)
-            shimpb__runtime_options__free_unpacked(o, NULL);
-        if (p)
-            return p;
-    }
+    if (rc->profile)
+        return brig_steal_ptr(rc->profile);
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/config.json", req->bundle);
     struct brig_spec *spec = NULL;
@@ -229,7 +253,9 @@ static void h_create(struct ttrpc_call *call, const uint8_t *payload, size_t len
         mounts[i].options = (const char **) req->rootfs[i]->options;
         mounts[i].n_options = req->rootfs[i]->n_options;
     }
-    cleanup_free char *profile = create_profile(req);
+    struct runtime_config opts = { 0 };
+    create_options(req, &opts);
+    cleanup_free char *profile = create_profile(req, &opts);
     struct shim_create_opts o = {
         .id = req->id,
         .bundle = req->bundle,
@@ -237,6 +263,7 @@ static void h_create(struct ttrpc_call *call, const uint8_t *payload, size_t len
         .mounts = mounts,
         .n_mounts = req->n_rootfs,
         .profile = profile,
+        .systemd_cgroup = opts.systemd_cgroup,
     };
     brig_error_t err = NULL;
     pid_t pid = 0;

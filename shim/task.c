@@ -273,6 +273,7 @@ static int do_create(void *arg, brig_error_t *err)
         .bundle = s->c->bundle,
         .terminal = s->p->terminal,
         .no_cgroup = s->t->no_cgroup,
+        .systemd_cgroup = s->c->systemd_cgroup,
         .pty_master = s->p->terminal ? &s->master : NULL,
         .stdio = s->stdio,
     };
@@ -349,6 +350,7 @@ int shim_task_create(struct shim_tasks *t, const struct shim_create_opts *o, pid
     struct ctr *c = calloc(1, sizeof *c);
     if (c == NULL || (c->id = strdup(o->id)) == NULL || (c->bundle = strdup(o->bundle)) == NULL
         || (o->profile && (c->profile = strdup(o->profile)) == NULL)
+        || (c->systemd_cgroup = o->systemd_cgroup, false)
         || (c->procs = new_proc(c, "", &o->io)) == NULL) {
         if (c)
             free_ctr(t, c);

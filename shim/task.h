@@ -73,6 +73,7 @@ struct shim_create_opts {
     const struct shim_mount *mounts; /* the rootfs: mounted on <bundle>/rootfs */
     size_t n_mounts;
     const char *profile; /* NULL or "sandbox" */
+    bool systemd_cgroup; /* the cgroup through systemd (SystemdCgroup) */
 };
 
 struct shim_exit {

@@ -33,9 +33,10 @@ struct proc {
 struct ctr {
     struct ctr *next;
     char *id, *bundle;
-    char *rootfs;       /* mounted here from the Mount list; NULL if not */
-    char *profile;      /* "sandbox" when the runtime options ask for it, else NULL */
-    struct proc *procs; /* the init first */
+    char *rootfs;        /* mounted here from the Mount list; NULL if not */
+    char *profile;       /* "sandbox" when the runtime options ask for it, else NULL */
+    bool systemd_cgroup; /* SystemdCgroup in the runtime options */
+    struct proc *procs;  /* the init first */
     bool paused;
     bool state_gone; /* a checkpoint with exit removed libcontainer's state */
 };

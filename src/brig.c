@@ -55,8 +55,9 @@ static int usage(FILE *out)
           "  --log FILE           also write log lines to FILE\n"
           "  --log-format FORMAT  text (default) or json\n"
           "  --debug              log debug lines too\n"
-          "  --systemd-cgroup     accepted for compatibility\n"
-          "  --cgroup-manager M   cgroupfs (default) or disabled: the caller manages cgroups\n"
+          "  --systemd-cgroup     cgroups through systemd: cgroupsPath is slice:prefix:name\n"
+          "  --cgroup-manager M   cgroupfs (default), systemd, or disabled: the caller\n"
+          "                       manages cgroups\n"
           "  -v, --version        print the version\n"
           "  -h, --help           print this help\n\n"
           "`brig COMMAND --help` describes a command; `man brig-COMMAND` has more.\n",
@@ -154,9 +155,12 @@ int main(int argc, char **argv)
         case OPT_CGROUP_MANAGER:
             if (strcmp(optarg, "disabled") == 0)
                 brig_globals.no_cgroup = true;
+            else if (strcmp(optarg, "systemd") == 0)
+                brig_globals.systemd_cgroup = true;
             else if (strcmp(optarg, "cgroupfs") != 0)
                 return brig_fail_msg(
-                    "--cgroup-manager: `%s` is not supported (cgroupfs or disabled)", optarg);
+                    "--cgroup-manager: `%s` is not supported (cgroupfs, systemd or disabled)",
+                    optarg);
             break;
         case OPT_ROOTLESS:
             break; /* runc's "auto|true|false": brig decides by itself */

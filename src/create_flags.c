@@ -82,7 +82,8 @@ int create_flags_parse(int argc, char **argv, const char *shortopts, const char 
                        struct brig_create_options *o, struct create_flags *extra)
 {
     *o = (struct brig_create_options){ .root = brig_globals.root,
-                                       .no_cgroup = brig_globals.no_cgroup };
+                                       .no_cgroup = brig_globals.no_cgroup,
+                                       .systemd_cgroup = brig_globals.systemd_cgroup };
     *extra = (struct create_flags){ 0 };
     int c;
     while ((c = getopt_long(argc, argv, shortopts, create_flag_options, NULL)) != -1) {

@@ -53,7 +53,7 @@ static void gen_linux(yajl_gen g)
     yajl_gen_map_open(g);
     gen_bool(g, "v1", true);
     gen_bool(g, "v2", true);
-    gen_bool(g, "systemd", false);
+    gen_bool(g, "systemd", true);
     gen_bool(g, "systemdUser", false);
     gen_bool(g, "rdma", true);
     yajl_gen_map_close(g);

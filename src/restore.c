@@ -36,6 +36,7 @@ int brig_cmd_restore(int argc, char **argv)
         .bundle = f.bundle,
         .pid_file = f.pid_file,
         .no_cgroup = brig_globals.no_cgroup,
+        .systemd_cgroup = brig_globals.systemd_cgroup,
         .criu = f.criu,
     };
     /* As run does: signals held from before the container exists. */

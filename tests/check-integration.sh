@@ -14,7 +14,10 @@
 #   - criu (checkpoint.bats, shim_checkpoint.bats, podman_checkpoint.bats)
 #     and the i386 syscall entry that the seccomp profiles must answer for
 #     (seccomp_abi.bats) need kernel features the development and CI hosts'
-#     kernels lack: always in the VM, whose Debian kernel has them.
+#     kernels lack: always in the VM, whose Debian kernel has them;
+#   - systemd.bats tests the systemd cgroup driver, which needs systemd as
+#     PID 1 on a pure cgroup v2 machine with a system bus: always in a
+#     second boot of the VM, with systemd (tests/vm/run.sh --systemd).
 # Ends with one line "N passed, N failed, N skipped" for both runs
 # together. BRIG_CHECK_HOST_ONLY=1 runs only the host part (the sanitizer
 # build does: scripts/test-sanitizers.sh).
@@ -31,6 +34,7 @@ v2_files="cgroups.bats cgroups_limits.bats"
 v1_files="cgroups_v1.bats"
 either_files="podman.bats sandbox.bats sandbox_userns.bats shim.bats"
 vm_files="checkpoint.bats podman_checkpoint.bats seccomp_abi.bats shim_checkpoint.bats"
+systemd_files="systemd.bats"
 
 host_has_v2_controllers() {
 	[ "$(stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ] || return 1
@@ -92,10 +96,15 @@ for f in "$here"/integration/*.bats; do
 		continue
 		;;
 	esac
-	case " $vm_files " in
+	case " $vm_files $systemd_files " in
 	*" $name "*) continue ;;
 	esac
 	host_files="$host_files $name"
+done
+# The systemd files that exist (they may not yet).
+systemd_run=""
+for name in $systemd_files; do
+	[ -f "$here/integration/$name" ] && systemd_run="$systemd_run $name"
 done
 
 if [ "${BRIG_CHECK_HOST_ONLY:-0}" != 1 ]; then
@@ -107,6 +116,13 @@ if [ "${BRIG_CHECK_HOST_ONLY:-0}" != 1 ]; then
 		"$here/vm/run.sh" -e "BRIG=$BRIG" -e "RECVTTY=$RECVTTY" -e "top_srcdir=$top" \
 		-e "BRIG_VM_TREE_IMAGE=$tree_image" \
 		"$here/vm/with-tree.sh" sh "$here/integration/run.sh" $vm_run
+	if [ -n "$systemd_run" ]; then
+		# shellcheck disable=SC2086 # the file names have no blanks
+		run_suite "tests in the test VM with systemd as PID 1 (systemd cgroup driver)" \
+			"$here/vm/run.sh" --systemd -e "BRIG=$BRIG" -e "RECVTTY=$RECVTTY" -e "top_srcdir=$top" \
+			-e "BRIG_VM_TREE_IMAGE=$tree_image" \
+			"$here/vm/with-tree.sh" sh "$here/integration/run.sh" $systemd_run
+	fi
 fi
 $v1_here || echo "# no v1 hierarchies of memory, pids, cpu and freezer here: $v1_files not run"
 # shellcheck disable=SC2086

@@ -7,6 +7,7 @@
 #define BRIG_CGROUP_BACKEND_H
 
 #include "cgroup/cgroup.h"
+#include "cgroup/systemd.h"
 
 struct brig_cgroup_backend {
     const char *name;
@@ -37,6 +38,20 @@ struct brig_cgroup_backend {
     int (*add_pid_unfrozen)(const struct brig_cgroup *cg, pid_t pid,
                             brig_error_t *err); /* NULL: 0 */
 };
+
+/* The systemd driver (systemd.c): a transient unit whose cgroup the
+ * host's cgroupfs backend drives (`inner`), and what it still has to
+ * start it with. */
+extern const struct brig_cgroup_backend brig_cgroup_systemd;
+struct brig_cgroup_systemd {
+    char *unit;
+    bool user;    /* the caller's user instance, not the system's */
+    bool started; /* the unit exists (always, for one opened from a record) */
+    struct brig_cgroup inner;
+    struct brig_systemd_props props; /* create: to start the unit with */
+    const struct brig_resources *r;  /* create: written again once started */
+};
+bool brig_cgroup_is_systemd_record(const char *path);
 
 /* cgroup v2 through cgroupfs (v2.c; its statistics in v2_stats.c). */
 extern const struct brig_cgroup_backend brig_cgroup_v2;

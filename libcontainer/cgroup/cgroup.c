@@ -64,6 +64,8 @@ static const struct brig_cgroup_backend *host_backend(void)
  * a newline (cgroup.h). */
 static const struct brig_cgroup_backend *backend_for_path(const char *path)
 {
+    if (brig_cgroup_is_systemd_record(path))
+        return &brig_cgroup_systemd;
     size_t len = strlen(path);
     return len > 0 && path[len - 1] == '\n' ? &brig_cgroup_v1 : &brig_cgroup_v2;
 }
@@ -269,6 +271,8 @@ int brig_cgroup_each_root(const struct brig_cgroup *cg,
                           int (*fn)(void *data, const char *controllers, const char *root),
                           void *data, brig_error_t *err)
 {
+    if (cg->systemd)
+        cg = &cg->systemd->inner;
     if (cg->v1 == NULL) {
         const char *top = brig_cgroup_root(err);
         if (top == NULL)
@@ -288,6 +292,8 @@ int brig_cgroup_each_root(const struct brig_cgroup *cg,
 
 const char *brig_cgroup_freezer_dir(const struct brig_cgroup *cg)
 {
+    if (cg->systemd)
+        cg = &cg->systemd->inner;
     if (cg->v1 == NULL)
         return cg->path;
     const char *d = brig_cgroup_v1_dir_path(cg, "freezer");

@@ -105,12 +105,15 @@ void brig_cgroup_needed_by(const struct brig_resources *r, const char *controlle
  * does). */
 struct brig_cgroup_backend;
 struct brig_cgroup_v1;
+struct brig_cgroup_systemd;
 struct brig_cgroup {
     char *path;                                /* e.g. /sys/fs/cgroup/brig/c1 */
     int dir_fd;                                /* v2: O_DIRECTORY fd of it; v1: the
                                                   hybrid host's v2 directory, or -1 */
     const struct brig_cgroup_backend *backend; /* the one that made or opened it */
     struct brig_cgroup_v1 *v1;                 /* v1: every hierarchy's directory */
+    struct brig_cgroup_systemd *systemd;       /* systemd: the unit, and its cgroup
+                                                  as the cgroupfs backend has it */
 };
 
 /* Creates the container's cgroup for linux.cgroupsPath (NULL or "" for
@@ -129,14 +132,25 @@ int brig_cgroup_create(const char *cgroups_path, const char *id, const struct br
 int brig_cgroup_create_without_devices(const char *cgroups_path, const char *id,
                                        const struct brig_resources *r, struct brig_cgroup *out,
                                        brig_error_t *err);
+/* The same through systemd (--systemd-cgroup; cgroup/systemd.c):
+ * cgroupsPath is "slice:prefix:name", the cgroup is a transient unit's,
+ * started when the first process is placed in it (brig_cgroup_add_pid;
+ * brig_cgroup_clone_fd is -1 until then), and `annotations` may add unit
+ * properties (org.systemd.property.*). `r` must stay valid until then:
+ * the limits are written again once systemd has set up the unit. The
+ * path recorded is "systemd:UNIT PATH". */
+int brig_cgroup_create_systemd(const char *cgroups_path, const char *id,
+                               const struct brig_resources *r,
+                               const struct brig_kv_list *annotations, bool devices,
+                               struct brig_cgroup *out, brig_error_t *err);
 /* Opens an existing one by the path the state file recorded. */
 int brig_cgroup_open(const char *path, struct brig_cgroup *out, brig_error_t *err);
 void brig_cgroup_close(struct brig_cgroup *cg);
 /* A cgroup closed when it goes out of scope (base/cleanup.h); start it as
  * BRIG_CGROUP_INIT so an early return finds nothing to close. */
-#define BRIG_CGROUP_INIT     \
-    {                        \
-        NULL, -1, NULL, NULL \
+#define BRIG_CGROUP_INIT           \
+    {                              \
+        NULL, -1, NULL, NULL, NULL \
     }
 #define cleanup_cgroup __attribute__((cleanup(brig_cgroup_close)))
 

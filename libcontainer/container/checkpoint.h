@@ -60,7 +60,8 @@ struct brig_restore_options {
     const char *id;     /* may differ from the checkpointed one */
     const char *bundle; /* NULL: the current directory */
     const char *pid_file;
-    bool no_cgroup; /* --cgroup-manager=disabled */
+    bool no_cgroup;      /* --cgroup-manager=disabled */
+    bool systemd_cgroup; /* --systemd-cgroup */
     /* The fds that replace the init's stdio where it had the dumping
      * caller's: three different ones (criu closes each it takes), not
      * close-on-exec (criu inherits them); NULL: ours, 0-2. */

@@ -37,6 +37,7 @@ struct brig_create_options {
     int listen_fds;             /* socket activation: fds 3.. before the preserved ones */
     bool terminal;              /* a terminal whatever process.terminal says (run -t) */
     bool no_cgroup;             /* the caller manages cgroups */
+    bool systemd_cgroup;        /* through systemd (brig_cgroup_create_systemd) */
     const char *console_socket; /* receives the pty master with process.terminal */
     int *pty_master;            /* or: the caller takes the master (run relays it) */
     const int *stdio;           /* the init's fds 0, 1, 2; NULL: the caller's own */

@@ -103,26 +103,27 @@ static int new_state(const struct brig_create_options *o, const struct brig_spec
     return resolve_paths(o, spec, &st->bundle, &st->rootfs, err);
 }
 
-/* The cgroup with the spec's limits and device rules. */
-static int setup_cgroup(const struct brig_create_options *o, const struct brig_spec *spec,
-                        struct brig_cgroup *cg, struct brig_devices_program *deferred,
+/* The cgroup with the spec's limits and device rules, which p->res keeps
+ * (the systemd driver writes them again once its unit is up). */
+static int setup_cgroup(struct provision *p, const struct brig_create_options *o,
+                        const struct brig_spec *spec, struct brig_devices_program *deferred,
                         brig_error_t *err)
 {
     const struct brig_linux *l = spec->linux_;
     const char *cgroups_path = l ? l->cgroups_path : NULL;
     /* The devices the spec creates are allowed to the container, on top of
      * the rules in linux.resources.devices (what users of runc expect). */
-    struct brig_resources res = { 0 };
+    struct brig_resources *res = &p->res;
     if (l && l->resources)
-        res = *l->resources;
+        *res = *l->resources;
     size_t n_extra = l ? l->n_devices : 0;
-    cleanup_free struct brig_device_rule *rules = calloc(res.n_devices + n_extra + 1,
-                                                         sizeof *rules);
+    struct brig_device_rule *rules = calloc(res->n_devices + n_extra + 1, sizeof *rules);
     if (rules == NULL)
         return brig_error_set(err, ENOMEM, "cgroup");
-    if (res.n_devices)
-        memcpy(rules, res.devices, res.n_devices * sizeof *rules);
-    size_t n = res.n_devices;
+    p->rules = rules;
+    if (res->n_devices)
+        memcpy(rules, res->devices, res->n_devices * sizeof *rules);
+    size_t n = res->n_devices;
     for (size_t i = 0; i < n_extra; i++) {
         const struct brig_device *d = &l->devices[i];
         if (d->type[0] == 'p')
@@ -138,21 +139,23 @@ static int setup_cgroup(const struct brig_create_options *o, const struct brig_s
             .access = (char *) "rwm",
         };
     }
-    res.devices = rules;
-    res.n_devices = n;
+    res->devices = rules;
+    res->n_devices = n;
+    if (deferred && brig_cgroup_devices_compile(res, deferred, err) < 0)
+        return -1; /* compiled (so checked) now, attached by the caller later */
+    if (o->systemd_cgroup)
+        return brig_cgroup_create_systemd(cgroups_path, o->id, res, &spec->annotations,
+                                          deferred == NULL, &p->cgroup, err);
     if (deferred == NULL)
-        return brig_cgroup_create(cgroups_path, o->id, &res, cg, err);
-    /* Compiled (so checked) now, attached by the caller later. */
-    if (brig_cgroup_devices_compile(&res, deferred, err) < 0)
-        return -1;
-    return brig_cgroup_create_without_devices(cgroups_path, o->id, &res, cg, err);
+        return brig_cgroup_create(cgroups_path, o->id, res, &p->cgroup, err);
+    return brig_cgroup_create_without_devices(cgroups_path, o->id, res, &p->cgroup, err);
 }
 
 /* ---- the steps, and their undo ---- */
 
 int provision_begin(struct provision *p, const char *root, const char *id, brig_error_t *err)
 {
-    *p = (struct provision){ .root_fd = -1, .dir_fd = -1, .id = id, .cgroup = { NULL, -1 } };
+    *p = (struct provision){ .root_fd = -1, .dir_fd = -1, .id = id, .cgroup = BRIG_CGROUP_INIT };
     if ((p->root_fd = brig_state_root_open(root, true, err)) < 0)
         return -1;
     if ((p->dir_fd = brig_state_dir_create(p->root_fd, id, err)) < 0)
@@ -191,7 +194,7 @@ int provision_container(struct provision *p, const struct brig_create_options *o
      * very bytes parsed), rather than trusting the bundle to stay unchanged. */
     if (brig_write_file_new_at(p->dir_fd, BRIG_SAVED_CONFIG, b->text, b->len, 0600, err) < 0)
         return -1;
-    if (!o->no_cgroup && setup_cgroup(o, spec, &p->cgroup, deferred, err) < 0)
+    if (!o->no_cgroup && setup_cgroup(p, o, spec, deferred, err) < 0)
         return -1;
     if (p->cgroup.path) {
         free(p->state->cgroup_path);
@@ -241,6 +244,8 @@ void provision_end(struct provision *p)
     brig_state_free(p->state);
     p->state = NULL;
     brig_cgroup_close(&p->cgroup);
+    free(p->rules);
+    p->rules = NULL;
     brig_closep(&p->dir_fd);
     brig_closep(&p->root_fd);
 }

@@ -17,7 +17,9 @@ struct provision {
     const char *id;
     const struct brig_handler *handler; /* recorded and set up */
     struct brig_state *state;
-    struct brig_cgroup cgroup; /* { NULL, -1 } until made */
+    struct brig_cgroup cgroup;      /* BRIG_CGROUP_INIT until made */
+    struct brig_resources res;      /* the cgroup's: the spec's and its devices */
+    struct brig_device_rule *rules; /* res.devices, owned */
 };
 
 /* The state root and a new, locked state dir for o->id. */

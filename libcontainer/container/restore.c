@@ -242,6 +242,7 @@ static int restore(const struct brig_restore_options *o, pid_t *init_pid, brig_e
         .id = o->id,
         .bundle = o->bundle,
         .no_cgroup = o->no_cgroup,
+        .systemd_cgroup = o->systemd_cgroup,
     };
     if (r == 0)
         r = provision_container(&p, &co, &rr.bundle, NULL, err);

@@ -145,8 +145,13 @@ brig() {
 # stdio it inherits, which would make bats' `run` wait for it to exit; send
 # it to $CT_OUT / $CT_ERR instead. brig's own stderr is replayed on stderr.
 brig_detached() {
+	detached brig "$@"
+}
+
+# detached COMMAND ARGS...: the same for any command that leaves a container.
+detached() {
 	local rc=0
-	brig "$@" </dev/null >"$CT_OUT" 2>"$CT_ERR" || rc=$?
+	"$@" </dev/null >"$CT_OUT" 2>"$CT_ERR" || rc=$?
 	cat "$CT_ERR" >&2
 	return "$rc"
 }

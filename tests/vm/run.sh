@@ -3,10 +3,12 @@
 # Debian's kernel, the host's root shared read-only over 9p under a tmpfs
 # overlay, the working tree shared read-write at its own path, every
 # controller enabled at the cgroup root. Exits with the command's status;
-# its stdout and stderr stream to ours. See tests/vm/README.md.
+# its stdout and stderr stream to ours. With --systemd, the host's systemd
+# boots as PID 1 (and manages the cgroups) and runs the command as a
+# service once the system bus is up. See tests/vm/README.md.
 #
-#   tests/vm/run.sh [-e NAME=VALUE]... [--share DIR]... [--mem 2G] [--cpus 2] \
-#                   [--] COMMAND [ARGS...]
+#   tests/vm/run.sh [--systemd] [-e NAME=VALUE]... [--share DIR]... \
+#                   [--mem 2G] [--cpus 2] [--] COMMAND [ARGS...]
 #
 # Exit status: the command's, or 125 when the machine could not run it.
 set -u
@@ -18,6 +20,7 @@ mem=${BRIG_VM_MEM:-2G}
 cpus=${BRIG_VM_CPUS:-2}
 timeout=${BRIG_VM_TIMEOUT:-0}
 debug=${BRIG_VM_DEBUG:-0}
+systemd=${BRIG_VM_SYSTEMD:-0}
 
 die() {
 	echo "run.sh: $*" >&2
@@ -69,6 +72,10 @@ $(cd "$2" && pwd -P)"
 		cpus=$2
 		shift 2
 		;;
+	--systemd)
+		systemd=1
+		shift
+		;;
 	-h | --help) usage ;;
 	--)
 		shift
@@ -87,7 +94,10 @@ installed() {
 	[ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" = installed ]
 }
 need=""
-for pkg in qemu-system-x86 linux-image-amd64 busybox-static cpio xz-utils zstd coreutils; do
+pkgs="qemu-system-x86 linux-image-amd64 busybox-static cpio xz-utils zstd coreutils"
+# The machine boots the host's systemd and system bus.
+[ "$systemd" = 1 ] && pkgs="$pkgs systemd dbus"
+for pkg in $pkgs; do
 	installed "$pkg" || need="$need $pkg"
 done
 if [ -n "$need" ]; then
@@ -172,7 +182,13 @@ done >"$run/ctl/shares"
 while read -r tag dir; do
 	set -- "$@" -virtfs "local,path=$(qarg "$dir"),mount_tag=$tag,security_model=passthrough,multidevs=remap"
 done <"$run/ctl/shares"
-append="panic=-1 mitigations=off pci=noacpi rdinit=/init brig.run=$run/ctl ${BRIG_VM_APPEND:-}"
+append="panic=-1 mitigations=off pci=noacpi rdinit=/init brig.run=$run/ctl"
+if [ "$systemd" = 1 ]; then
+	# stage2 writes brig-vm.target and execs systemd.
+	append="$append brig.systemd=1 systemd.unit=brig-vm.target systemd.unified_cgroup_hierarchy=1"
+	[ "$debug" = 1 ] || append="$append systemd.show_status=0"
+fi
+append="$append ${BRIG_VM_APPEND:-}"
 if [ "$debug" = 1 ]; then
 	append="$append console=ttyS0 brig.debug=1"
 	set -- "$@" -chardev "file,id=con,path=$(qarg "$run/console")" -serial chardev:con
