@@ -152,7 +152,7 @@ check_layers() {
 # The library's public headers (docs/architecture.md): the only ones of
 # libcontainer/ that sandbox/, src/ and shim/ may include.
 PUBLIC_HEADERS="container/container.h container/handler.h container/checkpoint.h
-	container/state.h spec/spec.h cgroup/cgroup.h process/terminal.h selfexe/selfexe.h
+	container/state.h spec/spec.h cgroup/cgroup.h cgroup/systemd.h process/terminal.h selfexe/selfexe.h
 	base/error.h base/cleanup.h base/utils.h base/path.h base/signals.h base/sha256.h
 	rootfs/mounts.h process/idmap.h process/seccomp.h process/identity.h"
 

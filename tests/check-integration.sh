@@ -17,7 +17,9 @@
 #     kernels lack: always in the VM, whose Debian kernel has them;
 #   - systemd.bats tests the systemd cgroup driver, which needs systemd as
 #     PID 1 on a pure cgroup v2 machine with a system bus: always in a
-#     second boot of the VM, with systemd (tests/vm/run.sh --systemd).
+#     second boot of the VM, with systemd (tests/vm/run.sh --systemd);
+#     systemd_v1.bats the same driver on a hybrid host, in a third boot
+#     with systemd.unified_cgroup_hierarchy=0.
 # Ends with one line "N passed, N failed, N skipped" for both runs
 # together. BRIG_CHECK_HOST_ONLY=1 runs only the host part (the sanitizer
 # build does: scripts/test-sanitizers.sh).
@@ -35,6 +37,7 @@ v1_files="cgroups_v1.bats"
 either_files="podman.bats sandbox.bats sandbox_userns.bats shim.bats"
 vm_files="checkpoint.bats podman_checkpoint.bats seccomp_abi.bats shim_checkpoint.bats"
 systemd_files="systemd.bats"
+systemd_v1_files="systemd_v1.bats"
 
 host_has_v2_controllers() {
 	[ "$(stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ] || return 1
@@ -96,7 +99,7 @@ for f in "$here"/integration/*.bats; do
 		continue
 		;;
 	esac
-	case " $vm_files $systemd_files " in
+	case " $vm_files $systemd_files $systemd_v1_files " in
 	*" $name "*) continue ;;
 	esac
 	host_files="$host_files $name"
@@ -123,6 +126,11 @@ if [ "${BRIG_CHECK_HOST_ONLY:-0}" != 1 ]; then
 			-e "BRIG_VM_TREE_IMAGE=$tree_image" \
 			"$here/vm/with-tree.sh" sh "$here/integration/run.sh" $systemd_run
 	fi
+	# shellcheck disable=SC2086 # the file names have no blanks
+	run_suite "tests in the test VM with systemd as PID 1 on a hybrid layout" \
+		env BRIG_VM_APPEND="${BRIG_VM_APPEND:-} systemd.unified_cgroup_hierarchy=0" \
+		"$here/vm/run.sh" --systemd -e "BRIG=$BRIG" -e "top_srcdir=$top" \
+		sh "$here/integration/run.sh" $systemd_v1_files
 fi
 $v1_here || echo "# no v1 hierarchies of memory, pids, cpu and freezer here: $v1_files not run"
 # shellcheck disable=SC2086
