@@ -168,6 +168,13 @@ int brig_cgroup_add_pid_unfrozen(const struct brig_cgroup *cg, pid_t pid, brig_e
     return b->add_pid_unfrozen ? b->add_pid_unfrozen(cg, pid, err) : 0;
 }
 
+int brig_cgroup_adopt(const struct brig_cgroup *cg, pid_t pid, brig_error_t *err)
+{
+    if (cg->path == NULL || cg->systemd == NULL || cg->systemd->started)
+        return 0;
+    return brig_cgroup_add_pid(cg, pid, err);
+}
+
 int brig_cgroup_clone_fd(const struct brig_cgroup *cg)
 {
     return backend_of(cg)->clone_fd(cg);

@@ -213,6 +213,10 @@ int brig_cgroup_destroy(const char *path, brig_error_t *err);
 /* After a failed create's brig_cgroup_destroy: the parent directories
  * that create made, where they are empty (v1; v2 keeps its parents). */
 void brig_cgroup_remove_parents_made(const struct brig_cgroup *cg);
+/* A process that something else placed in the cgroup (criu's restored
+ * init), told to the backend: the systemd driver starts its unit with it
+ * when no process has started it yet; a no-op otherwise. */
+int brig_cgroup_adopt(const struct brig_cgroup *cg, pid_t pid, brig_error_t *err);
 /* Places pid where the freezer does not act (v1: every hierarchy but the
  * freezer's; v2: nowhere), so that a process joining a paused container
  * is held by its limits at once and by the freeze only once it is set up

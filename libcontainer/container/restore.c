@@ -200,6 +200,9 @@ static int run_criu(struct restore_run *rr, struct provision *p, pid_t *pid, bri
             r = -1;
         } else if (*pid <= 0) {
             r = brig_criu_failed(&rr->criu, "restore", *pid, err);
+        } else if (brig_cgroup_adopt(&p->cgroup, *pid, err) < 0) {
+            kill(*pid, SIGKILL);
+            r = -1;
         }
     }
     release_criu_root(rr);

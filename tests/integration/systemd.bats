@@ -192,6 +192,32 @@ check_stopped_outside() {
 	[[ "$output" != *survived* ]]
 }
 
+@test "brig --systemd-cgroup: checkpoint, then restore starts the scope again with the limits" {
+	command -v criu >/dev/null || PATH=$PATH:/usr/sbin
+	local unit=brigtest-$CID.scope img=$BATS_TEST_TMPDIR/img data=$BATS_TEST_TMPDIR/data pid n
+	mkdir -p "$data"
+	add_bind_mount "$data" /mnt/data
+	limited_bundle "system.slice:brigtest:$CID"
+	set_args sh -c 'i=0; while :; do i=$((i+1)); echo $i >>/mnt/data/log; sleep 0.2; done'
+	brig_detached --systemd-cgroup run -d "$CID"
+	for _ in $(seq 100); do [ "$(tail -n1 "$data/log" 2>/dev/null || echo 0)" -gt 2 ] && break; sleep 0.2; done
+	brig checkpoint --image-path "$img" "$CID"
+	[ "$(show "$unit" LoadState)" = not-found ]
+	brig_detached --systemd-cgroup restore -d --image-path "$img" "$CID"
+	pid=$(brig state "$CID" | jq -r .pid)
+	[ "$(show "$unit" ActiveState)" = active ]
+	grep -qx "0::/system.slice/$unit" "/proc/$pid/cgroup" || fail "restored init in $(cat "/proc/$pid/cgroup")"
+	[ "$(show "$unit" MemoryMax)" = 67108864 ]
+	[ "$(cat "$(scope_dir "$unit")/pids.max")" = 64 ]
+	# the restored counter goes on, under systemd's pids limit
+	[ "$(show "$unit" TasksMax)" = 64 ]
+	n=$(tail -n1 "$data/log")
+	for _ in $(seq 100); do [ "$(tail -n1 "$data/log")" -gt $((n + 1)) ] && break; sleep 0.2; done
+	[ "$(tail -n1 "$data/log")" -gt $((n + 1)) ]
+	brig delete --force "$CID"
+	[ "$(show "$unit" LoadState)" = not-found ]
+}
+
 # ---- podman with its defaults: the systemd manager ----
 
 # podman_sd ARGS...: the private podman store, podman's own cgroup manager
