@@ -133,6 +133,20 @@ static int resolve_settings(const struct brig_create_options *o, struct brig_pro
     return 0;
 }
 
+/* A pod's container (profile_pod.c): its image, mounts and namespaces
+ * are the pod's, so no tree, data image, user namespace of the sandbox's
+ * or proxy; the seccomp profile and the limits are the sandbox's. */
+static int pod_settings(struct brig_profile_settings *s, brig_error_t *err)
+{
+    s->pod = 1;
+    free(s->userns);
+    free(s->network);
+    s->network = NULL;
+    if ((s->userns = strdup(BRIG_USERNS_HOST)) == NULL)
+        return brig_error_set(err, ENOMEM, "sandbox profile");
+    return s->seccomp_path == NULL ? locate_seccomp(&s->seccomp_path, err) : 0;
+}
+
 /* The spec rewritten into the sandbox's, with its seccomp profile. */
 static int rewrite_spec(struct brig_spec *spec, const struct brig_profile_settings *s,
                         brig_error_t *err)
@@ -166,7 +180,9 @@ int brig_sandbox_prepare(struct brig_create_options *o, const char *profile,
     if (!asked && profile == NULL && settings == NULL)
         return 0;
     int r = settings ? copy_settings(settings, use, err) : brig_profile_settings_default(use, err);
-    if (r == 0)
+    if (r == 0 && brig_profile_is_pod_container(o->config->spec))
+        r = pod_settings(use, err);
+    else if (r == 0)
         r = resolve_settings(o, use, err);
     if (r == 0)
         r = rewrite_spec(o->config->spec, use, err);
@@ -264,6 +280,11 @@ static int sandbox_setup(const void *data, int dir_fd, struct brig_spec *spec, b
     int r = read_settings(dir_fd, PROFILE_FILE, &s, err);
     if (r == 0)
         return brig_error_set(err, ENOENT, "no sandbox settings in the state dir");
+    if (r > 0 && s.pod) {
+        /* the pod's own volumes are its workspace */
+        brig_profile_settings_clear(&s);
+        return 0;
+    }
     if (r > 0)
         r = setup_userns(dir_fd, &s, spec, err);
     uid_t uid = BRIG_SANDBOX_UID;

@@ -13,6 +13,7 @@
 #include "base/utils.h"
 #include "sandbox/egress.h"
 #include "sandbox/egress_client.h"
+#include "sandbox/profile_int.h"
 
 /* ---- settings ---- */
 
@@ -64,7 +65,7 @@ static const struct setting settings[] = {
     STR(rootfs),      STR(data_dir),     STR(init_path),  STR(init_config), STR(netns),
     STR(malloc_conf), STR(seccomp_path), NUM(data_size),  NUM(memory),      NUM(pids),
     NUM(cpus_milli),  STR(userns),       NUM(userns_uid), NUM(userns_gid),  NUM(data_private),
-    STR(network),     STR(ca_bundle),
+    STR(network),     STR(ca_bundle),    NUM(pod),
 };
 
 int brig_profile_settings_format(const struct brig_profile_settings *s, char **out,
@@ -225,7 +226,7 @@ static int strv_from(struct brig_strv *to, const char *const *items)
     return 0;
 }
 
-static int strv_add_unique(struct brig_strv *s, const char *item)
+int brig_profile_strv_add_unique(struct brig_strv *s, const char *item)
 {
     for (size_t i = 0; i < s->n; i++)
         if (strcmp(s->v[i], item) == 0)
@@ -280,12 +281,10 @@ static bool env_has(const struct brig_strv *env, const char *name)
     return false;
 }
 
-/* The sandbox's identity, whatever the process said: its user and group
- * alone, no capability in any set, no_new_privs. */
-static int impose_identity(struct brig_process *p)
+int brig_profile_drop_privileges(struct brig_process *p, uint32_t uid, uint32_t gid)
 {
-    p->user.uid = BRIG_SANDBOX_UID;
-    p->user.gid = BRIG_SANDBOX_GID;
+    p->user.uid = uid;
+    p->user.gid = gid;
     free(p->user.additional_gids);
     p->user.additional_gids = NULL;
     p->user.n_additional_gids = 0;
@@ -356,7 +355,8 @@ static int wire_proxy(struct brig_strv *env, const struct brig_profile_settings 
 
 static int apply_process(struct brig_process *p, const struct brig_profile_settings *s)
 {
-    if (impose_identity(p) < 0 || replace_str(&p->cwd, BRIG_SANDBOX_DATA) < 0)
+    if (brig_profile_drop_privileges(p, BRIG_SANDBOX_UID, BRIG_SANDBOX_GID) < 0
+        || replace_str(&p->cwd, BRIG_SANDBOX_DATA) < 0)
         return -1;
     if (!env_has(&p->env, "PATH") && env_set(&p->env, "PATH", SANDBOX_PATH) < 0)
         return -1;
@@ -571,13 +571,13 @@ static int apply_resources(struct brig_linux *l, const struct brig_profile_setti
     return 0;
 }
 
-static int apply_paths(struct brig_linux *l)
+int brig_profile_add_default_paths(struct brig_linux *l)
 {
     for (size_t i = 0; brig_default_masked_paths[i]; i++)
-        if (strv_add_unique(&l->masked_paths, brig_default_masked_paths[i]) < 0)
+        if (brig_profile_strv_add_unique(&l->masked_paths, brig_default_masked_paths[i]) < 0)
             return -1;
     for (size_t i = 0; brig_default_readonly_paths[i]; i++)
-        if (strv_add_unique(&l->readonly_paths, brig_default_readonly_paths[i]) < 0)
+        if (brig_profile_strv_add_unique(&l->readonly_paths, brig_default_readonly_paths[i]) < 0)
             return -1;
     return 0;
 }
@@ -593,6 +593,8 @@ int brig_profile_apply(struct brig_spec *spec, const struct brig_profile_setting
     spec->linux_->seccomp = seccomp;
     if (spec->process == NULL)
         return brig_error_set(err, 0, "sandbox profile: the spec has no process");
+    if (s->pod)
+        return brig_profile_apply_pod(spec, s, err);
     if (s->data_dir == NULL || s->init_path == NULL || s->rootfs == NULL)
         return brig_error_set(err, 0, "sandbox profile: rootfs, data dir and init are required");
     if (spec->root == NULL && (spec->root = calloc(1, sizeof *spec->root)) == NULL)
@@ -600,7 +602,7 @@ int brig_profile_apply(struct brig_spec *spec, const struct brig_profile_setting
     spec->root->readonly = true;
     if (replace_str(&spec->root->path, s->rootfs) < 0 || apply_process(spec->process, s) < 0
         || apply_mounts(spec, s) < 0 || apply_namespaces(spec->linux_, s) < 0
-        || apply_resources(spec->linux_, s) < 0 || apply_paths(spec->linux_) < 0)
+        || apply_resources(spec->linux_, s) < 0 || brig_profile_add_default_paths(spec->linux_) < 0)
         return brig_error_set(err, ENOMEM, "sandbox profile");
     return brig_profile_apply_userns(spec, s, err);
 }
@@ -617,12 +619,28 @@ int brig_profile_impose_exec(struct brig_process *p, const struct brig_process *
     p->n_rlimits = 0;
     p->has_oom_score_adj = init->has_oom_score_adj;
     p->oom_score_adj = init->oom_score_adj;
+    /* A pod's container runs as its init does (the image's user, or the
+     * sandbox's); a sandbox as the sandbox's user. */
+    uint32_t uid = s->pod ? init->user.uid : BRIG_SANDBOX_UID;
+    uint32_t gid = s->pod ? init->user.gid : BRIG_SANDBOX_GID;
     bool oom = false;
-    if (impose_identity(p) < 0
+    if (brig_profile_drop_privileges(p, uid, gid) < 0
         || brig_rlimits_copy(&p->rlimits, &p->n_rlimits, init->rlimits, init->n_rlimits) < 0
         || replace_str(&p->apparmor_profile, init->apparmor_profile) < 0
         || replace_str(&p->selinux_label, init->selinux_label) < 0)
         oom = true;
+    /* The pod's environment and working directory are the caller's; its
+     * groups (fsGroup, supplementalGroups) the init's. */
+    if (s->pod && !oom && init->user.n_additional_gids) {
+        size_t size = init->user.n_additional_gids * sizeof *init->user.additional_gids;
+        if ((p->user.additional_gids = malloc(size)) == NULL)
+            oom = true;
+        else
+            memcpy(p->user.additional_gids, init->user.additional_gids, size);
+        p->user.n_additional_gids = oom ? 0 : init->user.n_additional_gids;
+    }
+    if (s->pod)
+        return oom ? brig_error_set(err, ENOMEM, "sandbox profile") : 0;
     /* What the caller set of the environment stays, but the allocator's
      * wiring; the sandbox's PATH, HOME and USER where it set none. */
     if (!oom && ((!p->cwd || !*p->cwd) && replace_str(&p->cwd, BRIG_SANDBOX_DATA) < 0))

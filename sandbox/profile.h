@@ -69,6 +69,7 @@ struct brig_profile_settings {
     int64_t userns_uid; /* the host uid and gid that 0 inside maps to; 0: none yet */
     int64_t userns_gid;
     int64_t data_private; /* 1: data_dir is the container's own, removed with it */
+    int64_t pod;          /* 1: a container of a Kubernetes pod (profile_pod.c) */
 };
 
 /* The defaults; strings duplicated. -1 on out-of-memory. */
@@ -112,6 +113,14 @@ int brig_profile_apply(struct brig_spec *spec, const struct brig_profile_setting
  * spec's process (after brig_profile_apply). */
 int brig_profile_impose_exec(struct brig_process *p, const struct brig_process *init,
                              const struct brig_profile_settings *s, brig_error_t *err);
+
+/* Whether the spec is a container of a Kubernetes pod, as containerd's
+ * CRI plugin marks one (io.kubernetes.cri.container-type): its pause
+ * container ("sandbox") or one of the pod's own ("container"). For those
+ * the profile is the pod's (settings' `pod`): the pod's image, mounts and
+ * namespaces stay as CRI made them, and what the profile hardens is the
+ * process, the root and the limits (sandbox/profile_pod.c). */
+bool brig_profile_is_pod_container(const struct brig_spec *spec);
 
 /* Size with an optional K/M/G/T suffix (powers of 1024): "64M". */
 int brig_profile_parse_size(const char *text, int64_t *out);

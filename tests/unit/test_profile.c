@@ -360,9 +360,106 @@ static void test_userns(void)
     brig_spec_free(spec);
 }
 
+/* A pod's container, as containerd's CRI plugin writes it: the pod's
+ * image, mounts and namespaces (joined by path) stay; the process, the
+ * root and the limits become the sandbox's. */
+static const char pod_bundle[] =
+    "{\"ociVersion\":\"1.2.0\",\"root\":{\"path\":\"/run/k8s/rootfs\"},"
+    "\"process\":{\"cwd\":\"/app\",\"args\":[\"server\"],\"user\":{\"uid\":0,\"gid\":0,"
+    "\"additionalGids\":[0,2000]},\"env\":[\"PATH=/bin\",\"K=v\"],"
+    "\"capabilities\":{\"bounding\":[\"CAP_NET_RAW\"],\"effective\":[\"CAP_NET_RAW\"]}},"
+    "\"mounts\":[{\"destination\":\"/proc\",\"type\":\"proc\",\"source\":\"proc\"},"
+    "{\"destination\":\"/etc/hosts\",\"type\":\"bind\",\"source\":\"/var/lib/hosts\","
+    "\"options\":[\"rbind\",\"ro\"]},"
+    "{\"destination\":\"/var/run/secrets/kubernetes.io/serviceaccount\",\"type\":\"bind\","
+    "\"source\":\"/var/lib/kubelet/token\",\"options\":[\"rbind\",\"ro\"]}],"
+    "\"annotations\":{\"io.kubernetes.cri.container-type\":\"container\"},"
+    "\"linux\":{\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"mount\"},"
+    "{\"type\":\"network\",\"path\":\"/proc/42/ns/net\"},{\"type\":\"ipc\",\"path\":\"/proc/42/ns/ipc\"}],"
+    "\"resources\":{\"memory\":{\"limit\":67108864}}}}";
+
+static void test_pod(void)
+{
+    struct brig_spec *spec = load(pod_bundle);
+    CHECK(spec && brig_profile_is_pod_container(spec), "a CRI container is a pod's");
+    struct brig_spec *plain = load(bundle);
+    CHECK(plain && !brig_profile_is_pod_container(plain), "a bundle without CRI's mark is not");
+    brig_spec_free(plain);
+    if (spec == NULL)
+        return;
+    struct brig_profile_settings s;
+    settings_for_test(&s);
+    s.pod = 1;
+    brig_error_t err = NULL;
+    CHECK(brig_profile_apply(spec, &s, seccomp(), &err) == 0, "the pod profile applies");
+    CHECK(strcmp(spec->root->path, "/run/k8s/rootfs") == 0 && spec->root->readonly,
+          "the pod's image, read-only");
+    CHECK(spec->process->user.uid == 1000 && spec->process->user.gid == 1000,
+          "a root image runs as the sandbox's user");
+    CHECK(spec->process->user.n_additional_gids == 1
+              && spec->process->user.additional_gids[0] == 2000,
+          "the pod's groups stay, but root's");
+    CHECK(spec->process->no_new_privileges && spec->process->capabilities->bounding.n == 0,
+          "no capability, no_new_privs");
+    CHECK(spec->linux_->seccomp && spec->linux_->seccomp->syscalls,
+          "the sandbox's seccomp profile");
+    int n;
+    CHECK(mount_at(spec, "/etc/hosts", &n) && n == 1
+              && mount_at(spec, "/var/run/secrets/kubernetes.io/serviceaccount", &n) && n == 1,
+          "CRI's mounts are kept");
+    const struct brig_mount *tmp = mount_at(spec, "/tmp", &n);
+    CHECK(tmp && n == 1 && strcmp(tmp->type, "tmpfs") == 0, "a tmpfs /tmp over the read-only root");
+    CHECK(mount_at(spec, BRIG_SANDBOX_DATA, &n) == NULL
+              && mount_at(spec, BRIG_SANDBOX_INIT, &n) == NULL,
+          "no sandbox tree, data image or init");
+    bool joined = false, cgroup = false;
+    for (size_t i = 0; i < spec->linux_->n_namespaces; i++) {
+        const struct brig_namespace *ns = &spec->linux_->namespaces[i];
+        joined = joined
+                 || (ns->type == BRIG_NS_NETWORK && ns->path
+                     && strcmp(ns->path, "/proc/42/ns/net") == 0);
+        cgroup = cgroup || ns->type == BRIG_NS_CGROUP;
+    }
+    CHECK(joined && spec->linux_->n_namespaces == 5 && cgroup,
+          "the pod's namespaces joined, a cgroup namespace added");
+    CHECK(spec->linux_->resources->memory->limit == 67108864, "the pod's memory limit stays");
+    CHECK(spec->linux_->resources->has_pids_limit && spec->linux_->resources->pids_limit == s.pids,
+          "the profile's pids limit where the pod sets none");
+    CHECK(has(&spec->linux_->masked_paths, "/proc/kcore"), "the runtime's masked paths");
+    CHECK(strcmp(spec->process->cwd, "/app") == 0 && spec->process->args.n == 1
+              && env_get(spec->process, "LD_PRELOAD") == NULL,
+          "the image's command, directory and environment stay");
+    /* an image's own non-root user stays */
+    spec->process->user.uid = 4242;
+    spec->process->user.gid = 4343;
+    CHECK(brig_profile_apply(spec, &s, seccomp(), &err) == 0 && spec->process->user.uid == 4242
+              && spec->process->user.gid == 4343,
+          "the image's non-root user stays");
+    static const char asked_json[] =
+        "{\"cwd\":\"/srv\",\"args\":[\"id\"],\"user\":{\"uid\":0,\"gid\":0},"
+        "\"env\":[\"A=b\"],\"capabilities\":{\"effective\":[\"CAP_SYS_ADMIN\"]}}";
+    struct brig_process *p = NULL;
+    CHECK(brig_process_parse(asked_json, strlen(asked_json), "exec", &p, &err) == 0,
+          "exec process");
+    CHECK(p && brig_profile_impose_exec(p, spec->process, &s, &err) == 0, "impose on a pod's exec");
+    if (p) {
+        CHECK(p->user.uid == 4242 && p->user.gid == 4343 && p->user.n_additional_gids == 1,
+              "an exec runs as the container's init, with its groups");
+        CHECK(p->capabilities && p->capabilities->effective.n == 0 && p->no_new_privileges,
+              "an exec gets no capability");
+        CHECK(strcmp(p->cwd, "/srv") == 0 && env_get(p, "A") && env_get(p, "LD_PRELOAD") == NULL,
+              "its directory and environment are the caller's");
+    }
+    brig_process_free(p);
+    brig_error_release(&err);
+    brig_spec_free(spec);
+    brig_profile_settings_clear(&s);
+}
+
 int main(void)
 {
     test_apply();
+    test_pod();
     test_userns();
     test_impose_exec();
     test_overrides();
