@@ -169,7 +169,7 @@ static void test_read_at(int dfd)
 static void test_v2_from_dir(const char *dir, int dfd)
 {
     brig_error_t err = NULL;
-    struct brig_cgroup cg = { (char *) dir, dfd, &brig_cgroup_v2, NULL };
+    struct brig_cgroup cg = { .path = (char *) dir, .dir_fd = dfd, .backend = &brig_cgroup_v2 };
     uint64_t kills = 99;
     CHECK(brig_cgroup_oom_kills(&cg, &kills, &err) == -1 && err && err->errnum == ENOENT
               && kills == 0,
