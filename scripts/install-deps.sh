@@ -11,7 +11,7 @@ PACKAGES="
 	python3 podman
 	debootstrap squashfs-tools e2fsprogs
 	clang clang-format libclang-rt-14-dev crun
-	containerd
+	containerd containernetworking-plugins python3-grpcio python3-protobuf protobuf-compiler
 	golang-go xz-utils golang-github-google-uuid-dev golang-github-hashicorp-go-multierror-dev
 	golang-github-mrunalp-fileutils-dev golang-github-opencontainers-runtime-spec-dev
 	golang-github-opencontainers-selinux-dev golang-github-sirupsen-logrus-dev

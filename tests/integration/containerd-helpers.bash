@@ -17,17 +17,22 @@ ctrd() {
 	timeout "${CTRD_TIMEOUT:-120}" ctr --address "$CTRD_DIR/containerd.sock" --namespace "$CTRD_NS" "$@"
 }
 
-# containerd_start DIR: starts containerd with everything under DIR (which
-# must be on a tmpfs or ext4: its overlay snapshots can't live on overlayfs
-# or 9p), and waits until it answers. Its log is DIR/containerd.log.
+# containerd_start DIR [PLUGINS_TOML]: starts containerd with everything
+# under DIR (which must be on a tmpfs or ext4: its overlay snapshots can't
+# live on overlayfs or 9p), and waits until it answers. Its log is
+# DIR/containerd.log. Without PLUGINS_TOML the CRI plugin is disabled; with
+# it (a file of [plugins."..."] tables, cri-helpers.bash) the CRI plugin
+# runs, configured by the file.
 containerd_start() {
 	CTRD_DIR=$1
+	local plugins=${2:-} disabled='disabled_plugins = ["io.containerd.grpc.v1.cri"]'
+	[ -z "$plugins" ] || disabled=""
 	mkdir -p "$CTRD_DIR/root" "$CTRD_DIR/state"
 	cat >"$CTRD_DIR/config.toml" <<-EOF
 		version = 2
 		root = "$CTRD_DIR/root"
 		state = "$CTRD_DIR/state"
-		disabled_plugins = ["io.containerd.grpc.v1.cri"]
+		$disabled
 		[grpc]
 		  address = "$CTRD_DIR/containerd.sock"
 		[ttrpc]
@@ -35,6 +40,7 @@ containerd_start() {
 		[debug]
 		  level = "debug"
 	EOF
+	[ -z "$plugins" ] || cat "$plugins" >>"$CTRD_DIR/config.toml"
 	# The shim is looked up on PATH, as containerd does for any runtime.
 	PATH="$SHIM_DIR:$PATH" setsid containerd --config "$CTRD_DIR/config.toml" \
 		>>"$CTRD_DIR/containerd.log" 2>&1 </dev/null &
@@ -96,10 +102,12 @@ sha256_of() {
 	sha256sum "$1" | cut -d' ' -f1
 }
 
-# oci_busybox_image TARBALL: a busybox image as an OCI layout tarball: one
-# uncompressed layer, an image config and a manifest, named $CTRD_IMAGE.
+# oci_busybox_image TARBALL [NAME [CMD_JSON]]: a busybox image as an OCI
+# layout tarball: one uncompressed layer, an image config and a manifest,
+# named NAME (default $CTRD_IMAGE), whose command is CMD_JSON (default
+# ["sh"]).
 oci_busybox_image() {
-	local out=$1 work arch layer config manifest applet
+	local out=$1 name=${2:-$CTRD_IMAGE} cmd=${3:-'["sh"]'} work arch layer config manifest applet
 	work=$(mktemp -d "${TMPDIR:-/tmp}/oci.XXXXXX")
 	mkdir -p "$work/rootfs/bin" "$work/rootfs/proc" "$work/rootfs/sys" "$work/rootfs/dev" \
 		"$work/rootfs/tmp" "$work/rootfs/etc" "$work/layout/blobs/sha256"
@@ -114,9 +122,9 @@ oci_busybox_image() {
 	layer=$(sha256_of "$work/layer.tar")
 	mv "$work/layer.tar" "$work/layout/blobs/sha256/$layer"
 	arch=$(dpkg --print-architecture 2>/dev/null || echo amd64)
-	jq -cn --arg arch "$arch" --arg diff "sha256:$layer" '{
+	jq -cn --arg arch "$arch" --arg diff "sha256:$layer" --argjson cmd "$cmd" '{
 		architecture: $arch, os: "linux",
-		config: { Env: ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"], Cmd: ["sh"], WorkingDir: "/" },
+		config: { Env: ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"], Cmd: $cmd, WorkingDir: "/" },
 		rootfs: { type: "layers", diff_ids: [$diff] } }' >"$work/config.json"
 	config=$(sha256_of "$work/config.json")
 	jq -cn --arg c "sha256:$config" --argjson cs "$(stat -c %s "$work/config.json")" \
@@ -128,7 +136,7 @@ oci_busybox_image() {
 	manifest=$(sha256_of "$work/manifest.json")
 	mv "$work/config.json" "$work/layout/blobs/sha256/$config"
 	jq -cn --arg m "sha256:$manifest" --argjson ms "$(stat -c %s "$work/manifest.json")" \
-		--arg arch "$arch" --arg name "$CTRD_IMAGE" '{
+		--arg arch "$arch" --arg name "$name" '{
 		schemaVersion: 2,
 		manifests: [ { mediaType: "application/vnd.oci.image.manifest.v1+json",
 			digest: $m, size: $ms, platform: { architecture: $arch, os: "linux" },
