@@ -8,7 +8,7 @@ PACKAGES="
 	libseccomp-dev libyajl-dev libcap-dev
 	criu libprotobuf-c-dev protobuf-c-compiler libcurl4-openssl-dev libmicrohttpd-dev libsystemd-dev curl
 	bats busybox-static jq iproute2 procps coreutils util-linux mount
-	python3 podman
+	python3 podman docker.io
 	debootstrap squashfs-tools e2fsprogs
 	clang clang-format libclang-rt-14-dev crun
 	containerd containernetworking-plugins python3-grpcio python3-protobuf protobuf-compiler

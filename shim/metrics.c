@@ -36,6 +36,11 @@ static int pack_v2(const struct brig_cgroup_stats *cg, Shimpb__Any *any, brig_er
     mem.usage_limit = cg->memory_max;
     mem.swap_usage = cg->memory_swap_current;
     mem.swap_limit = cg->memory_swap_max;
+    mem.anon = cg->memory_anon;
+    mem.file = cg->memory_file;
+    mem.inactive_file = cg->memory_inactive_file;
+    mem.pgfault = cg->memory_pgfault;
+    mem.pgmajfault = cg->memory_pgmajfault;
     Shimpb__MemoryEvents events = SHIMPB__MEMORY_EVENTS__INIT;
     events.max = cg->memory_events_max;
     events.oom = cg->memory_events_oom;
@@ -98,6 +103,13 @@ static int pack_v1(const struct brig_cgroup_stats *cg, Shimpb__Any *any, brig_er
     Shimpb__V1MemoryOomControl oom = SHIMPB__V1_MEMORY_OOM_CONTROL__INIT;
     fill_v1_memory(cg, &mem_usage, &mem_swap, &oom);
     Shimpb__V1MemoryStat mem = SHIMPB__V1_MEMORY_STAT__INIT;
+    /* hierarchical, as the kubelet reads them (working set: usage less
+     * the inactive page cache) */
+    mem.total_cache = cg->memory_file;
+    mem.total_rss = cg->memory_anon;
+    mem.total_pg_fault = cg->memory_pgfault;
+    mem.total_pg_maj_fault = cg->memory_pgmajfault;
+    mem.total_inactive_file = cg->memory_inactive_file;
     mem.usage = &mem_usage;
     mem.swap = &mem_swap;
     /* Summed over devices, as on v2: one entry an operation, no device. */

@@ -226,6 +226,9 @@ int brig_cgroup_add_pid_unfrozen(const struct brig_cgroup *cg, pid_t pid, brig_e
 struct brig_cgroup_stats {
     uint64_t memory_current, memory_max, memory_swap_current, memory_swap_max;
     uint64_t memory_events_oom, memory_events_oom_kill, memory_events_max;
+    /* memory.stat: anonymous memory (v1: total_rss), page cache (total_cache),
+     * the inactive part of it, page faults and major ones */
+    uint64_t memory_anon, memory_file, memory_inactive_file, memory_pgfault, memory_pgmajfault;
     uint64_t pids_current, pids_max;
     uint64_t cpu_usage_usec, cpu_user_usec, cpu_system_usec;
     uint64_t cpu_nr_periods, cpu_nr_throttled, cpu_throttled_usec;

@@ -228,6 +228,20 @@ static bool parse_keyed(const char *file, const char *text, struct brig_cgroup_s
         { "throttled_time", &s->cpu_throttled_usec, NSEC },
         { NULL, NULL, AS_IS },
     };
+    /* v2's keys, and v1's hierarchical totals */
+    const struct flat_key memstat[] = {
+        { "anon", &s->memory_anon, AS_IS },
+        { "file", &s->memory_file, AS_IS },
+        { "inactive_file", &s->memory_inactive_file, AS_IS },
+        { "pgfault", &s->memory_pgfault, AS_IS },
+        { "pgmajfault", &s->memory_pgmajfault, AS_IS },
+        { "total_rss", &s->memory_anon, AS_IS },
+        { "total_cache", &s->memory_file, AS_IS },
+        { "total_inactive_file", &s->memory_inactive_file, AS_IS },
+        { "total_pgfault", &s->memory_pgfault, AS_IS },
+        { "total_pgmajfault", &s->memory_pgmajfault, AS_IS },
+        { NULL, NULL, AS_IS },
+    };
     const struct flat_key cpuacct[] = {
         { "user", &s->cpu_user_usec, TICKS },
         { "system", &s->cpu_system_usec, TICKS },
@@ -236,6 +250,7 @@ static bool parse_keyed(const char *file, const char *text, struct brig_cgroup_s
     const struct flat_key *keys = strcmp(file, "memory.events") == 0  ? events
                                   : strcmp(file, "cpu.stat") == 0     ? cpu
                                   : strcmp(file, "cpuacct.stat") == 0 ? cpuacct
+                                  : strcmp(file, "memory.stat") == 0  ? memstat
                                                                       : NULL;
     if (keys == NULL)
         return false;

@@ -31,6 +31,7 @@ static const struct v1_file v1_files[] = {
     { "memory", { "memory.memsw.limit_in_bytes", NULL } },
     { "memory", { "memory.oom_control", NULL } },
     { "memory", { "memory.failcnt", NULL } },
+    { "memory", { "memory.stat", NULL } },
     { "memory", { "memory.memsw.failcnt", NULL } },
     { "pids", { "pids.current", NULL } },
     { "pids", { "pids.max", NULL } },

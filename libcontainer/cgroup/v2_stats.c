@@ -23,6 +23,7 @@ int brig_cgroup_v2_stats(const struct brig_cgroup *cg, struct brig_cgroup_stats 
         "memory.swap.current",
         "memory.swap.max",
         "memory.events",
+        "memory.stat",
         "pids.current",
         "pids.max",
         "cpu.stat",

@@ -187,7 +187,7 @@ pod_lifecycle() {
 	grep -q ' stdout F hello-from-one$' "$log" || fail "server log: $(cat "$log")"
 }
 
-@test "cri: ContainerStats: memory in use, CPU time, the writable layer" {
+@test "cri: ContainerStats: memory in use (rss, page faults, the working set), CPU time, the writable layer" {
 	run_pod pod4
 	cid=$(run_container busy sh -c 'x=$(seq 1 20000); sleep 1000')
 	sleep 0.5
@@ -195,6 +195,10 @@ pod_lifecycle() {
 	jq -e --arg i "$cid" '.stats.attributes.id == $i and .stats.attributes.metadata.name == "busy"
 		and (.stats.memory.working_set_bytes.value | tonumber) > 0
 		and (.stats.memory.usage_bytes.value | tonumber) > 0
+		and (.stats.memory.rss_bytes.value | tonumber) > 0
+		and (.stats.memory.page_faults.value | tonumber) > 0
+		and (.stats.memory.working_set_bytes.value | tonumber)
+			<= (.stats.memory.usage_bytes.value | tonumber)
 		and (.stats.cpu.usage_core_nano_seconds.value | tonumber) > 0
 		and (.stats.writable_layer.fs_id.mountpoint | length) > 0' <<<"$out" >/dev/null ||
 		fail "ContainerStats: $out"

@@ -134,9 +134,25 @@ static void test_v1_blkio(void)
     brig_cgroup_stats_parse("blkio.throttle.io_service_bytes", "Total 0\n", &e);
     brig_cgroup_stats_parse("blkio.throttle.io_serviced", "8:0 Read\nRead 5\n", &e);
     CHECK(e.io_rbytes == 0 && e.io_rios == 0, "no devices, or malformed lines: 0");
-    CHECK(brig_cgroup_stats_parse("memory.stat", "cache 1\n", &e) == -1
+    CHECK(brig_cgroup_stats_parse("memory.numa_stat", "total=1\n", &e) == -1
               && brig_cgroup_stats_parse("blkio.io_serviced", "", &e) == -1,
           "files it doesn't know refused");
+    struct brig_cgroup_stats m2 = { 0 }, m1 = { 0 };
+    brig_cgroup_stats_parse("memory.stat",
+                            "anon 4096\nfile 8192\nanon_thp 0\ninactive_file 1024\n"
+                            "pgfault 77\npgmajfault 3\nworkingset_refault_file 9\n",
+                            &m2);
+    CHECK(m2.memory_anon == 4096 && m2.memory_file == 8192 && m2.memory_inactive_file == 1024
+              && m2.memory_pgfault == 77 && m2.memory_pgmajfault == 3,
+          "v2 memory.stat: anon, file, inactive_file, page faults");
+    brig_cgroup_stats_parse("memory.stat",
+                            "cache 1\nrss 2\ninactive_file 3\npgfault 4\ntotal_cache 10\n"
+                            "total_rss 20\ntotal_inactive_file 30\ntotal_pgfault 40\n"
+                            "total_pgmajfault 50\n",
+                            &m1);
+    CHECK(m1.memory_anon == 20 && m1.memory_file == 10 && m1.memory_inactive_file == 30
+              && m1.memory_pgfault == 40 && m1.memory_pgmajfault == 50,
+          "v1 memory.stat: the hierarchical totals win");
 }
 
 /* ---- a directory in place of a cgroup ----------------------------------------- */
