@@ -525,3 +525,31 @@ apt_source() {
 url_host() {
 	echo "$1" | sed -E 's|^[a-z]+://([^/:]+).*|\1|'
 }
+
+# image_rootfs DIR: a busybox root for an image (podman's, Docker's): the
+# applets, root and a user 1000 with a home, a sticky /tmp.
+image_rootfs() {
+	local rootfs=$1 applet
+	mkdir -p "$rootfs"/{bin,etc,proc,sys,dev,tmp,root,home/user}
+	chmod 1777 "$rootfs/tmp"
+	cp "$BUSYBOX" "$rootfs/bin/busybox"
+	for applet in $("$BUSYBOX" --list); do
+		[ "$applet" = busybox ] || ln -s busybox "$rootfs/bin/$applet"
+	done
+	printf '%s\n' 'root:x:0:0:root:/root:/bin/sh' 'user:x:1000:1000:user:/home/user:/bin/sh' >"$rootfs/etc/passwd"
+	printf '%s\n' 'root:x:0:' 'user:x:1000:' >"$rootfs/etc/group"
+	chown 1000:1000 "$rootfs/home/user"
+}
+
+# no_mkdir_profile FILE: a seccomp profile that allows all but mkdir and
+# mkdirat, which fail with EPERM.
+no_mkdir_profile() {
+	cat >"$1" <<-'EOF'
+		{
+			"defaultAction": "SCMP_ACT_ALLOW",
+			"syscalls": [
+				{ "names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1 }
+			]
+		}
+	EOF
+}

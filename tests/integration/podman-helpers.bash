@@ -60,15 +60,7 @@ podman_setup_store() {
 	EOF
 
 	rootfs=$dir/rootfs
-	mkdir -p "$rootfs"/{bin,etc,proc,sys,dev,tmp,root,home/user}
-	chmod 1777 "$rootfs/tmp"
-	cp "$BUSYBOX" "$rootfs/bin/busybox"
-	for applet in $("$BUSYBOX" --list); do
-		[ "$applet" = busybox ] || ln -s busybox "$rootfs/bin/$applet"
-	done
-	printf '%s\n' 'root:x:0:0:root:/root:/bin/sh' 'user:x:1000:1000:user:/home/user:/bin/sh' >"$rootfs/etc/passwd"
-	printf '%s\n' 'root:x:0:' 'user:x:1000:' >"$rootfs/etc/group"
-	chown 1000:1000 "$rootfs/home/user"
+	image_rootfs "$rootfs"
 	tar -C "$rootfs" -cf "$dir/rootfs.tar" .
 	podman_cmd import --change 'CMD ["/bin/sh"]' "$dir/rootfs.tar" "$PODMAN_IMAGE" >/dev/null
 }

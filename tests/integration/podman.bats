@@ -250,14 +250,7 @@ load podman-helpers # and with it the setup and teardown hooks
 
 @test "podman: --security-opt seccomp=PROFILE blocks the syscalls it names" {
 	profile=$BATS_TEST_TMPDIR/no-mkdir.json
-	cat >"$profile" <<-'EOF'
-		{
-			"defaultAction": "SCMP_ACT_ALLOW",
-			"syscalls": [
-				{ "names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1 }
-			]
-		}
-	EOF
+	no_mkdir_profile "$profile"
 	run podman_cmd run --rm --security-opt "seccomp=$profile" "$PODMAN_IMAGE" \
 		sh -c 'mkdir /tmp/d 2>&1; echo rc=$?; touch /tmp/f && echo touch-ok'
 	[[ "$output" == *"Operation not permitted"* && "$output" == *"rc=1"* ]] || fail "mkdir was not blocked: $output"

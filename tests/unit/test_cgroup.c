@@ -394,7 +394,8 @@ static void test_stats_parse(void)
     CHECK(e.io_rbytes == 0 && e.memory_current == 0 && e.cpu_usage_usec == 0
               && e.cpu_user_usec == 0,
           "empty or malformed text reads as 0");
-    CHECK(brig_cgroup_stats_parse("memory.stat", "anon 1\n", &e) == -1, "unknown file refused");
+    CHECK(brig_cgroup_stats_parse("memory.numa_stat", "anon=1\n", &e) == -1,
+          "unknown file refused");
 }
 
 /* ---- as root: a real cgroup -------------------------------------------------------- */
