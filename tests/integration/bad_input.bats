@@ -208,3 +208,13 @@ expect_create_failure() {
 	run --separate-stderr brig --log-format xml list
 	assert_one_line_error xml
 }
+
+@test "--systemd-cgroup where systemd is not the init: one line, nothing left" {
+	# systemd.bats tests the driver where systemd is PID 1
+	[ ! -d /run/systemd/system ] || skip "systemd is this host's init"
+	update_config '.linux.cgroupsPath = $p' --arg p "system.slice:brigtest:$CID"
+	run --separate-stderr brig_detached --systemd-cgroup run -d "$CID"
+	assert_one_line_error "brig:systemd is not this host's init"
+	assert_no_leftovers "$CID"
+	[ -z "$(find /sys/fs/cgroup -maxdepth 3 -name "brigtest-$CID.scope" 2>/dev/null)" ]
+}
