@@ -240,6 +240,9 @@ int brig_cgroup_create_systemd(const char *cgroups_path, const char *id,
         rc = devices ? brig_cgroup_create(s.path, id, r, &sd->inner, err)
                      : brig_cgroup_create_without_devices(s.path, id, r, &sd->inner, err);
     if (rc == 0 && make_record(sd, &out->path, err) < 0) {
+        brig_error_t ignored = NULL;
+        brig_cgroup_destroy(sd->inner.path, &ignored);
+        brig_error_release(&ignored);
         brig_cgroup_remove_parents_made(&sd->inner);
         rc = -1;
     }
