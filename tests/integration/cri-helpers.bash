@@ -48,9 +48,15 @@ cri_plugins_toml() {
 	local out=$1 sect='plugins."io.containerd.grpc.v1.cri"'
 	mkdir -p "$CTRD_DIR/cni/net.d" "$CTRD_DIR/cni/ipam" "$CTRD_DIR/pods"
 	cri_cni_conflist >"$CTRD_DIR/cni/net.d/10-brigtest.conflist"
-	# The host has no systemd: the sandbox profile, with cgroupfs.
+	# Without systemd, the sandbox profile with cgroupfs; with it
+	# (CRI_SYSTEMD=1), every runtime's cgroups through systemd, as kubeadm
+	# sets a node up.
+	local sd=false
+	[ "${CRI_SYSTEMD:-0}" = 1 ] && sd=true
 	grep -v '^[[:space:]]*SystemdCgroup' "$BATS_TEST_DIRNAME/../../contrib/containerd/shim-sandbox.toml" \
 		>"$CTRD_DIR/shim-sandbox.toml"
+	echo "SystemdCgroup = $sd" >>"$CTRD_DIR/shim-sandbox.toml"
+	echo "SystemdCgroup = $sd" >"$CTRD_DIR/shim.toml"
 	cat >"$out" <<-EOF
 		[$sect]
 		  sandbox_image = "$CRI_PAUSE_IMAGE"
@@ -69,13 +75,16 @@ cri_plugins_toml() {
 		    [$sect.containerd.runtimes.runc]
 		      runtime_type = "io.containerd.runc.v2"
 		      [$sect.containerd.runtimes.runc.options]
-		        SystemdCgroup = false
+		        SystemdCgroup = $sd
 		    [$sect.containerd.runtimes.brig]
 		      runtime_type = "io.containerd.brig.v2"
 		      # As contrib/containerd/config-1.x.toml: a pod annotated
 		      # run.brig.profile=sandbox is sandboxed on this class too.
 		      pod_annotations = ["run.brig.profile"]
 		      container_annotations = ["run.brig.profile"]
+		      [$sect.containerd.runtimes.brig.options]
+		        TypeUrl = "io.containerd.brig.v1.Options"
+		        ConfigPath = "$CTRD_DIR/shim.toml"
 		    [$sect.containerd.runtimes.brig-sandbox]
 		      runtime_type = "io.containerd.brig.v2"
 		      [$sect.containerd.runtimes.brig-sandbox.options]
@@ -199,8 +208,14 @@ pod_config() {
 	[ -n "$annotations" ] || annotations='{}'
 	POD_UID=$(cat /proc/sys/kernel/random/uuid)-$CRI_POD_TAG-$BATS_SUITE_TEST_NUMBER
 	POD_CGROUP=$CRI_CGROUP_TOP/besteffort/pod$POD_UID
+	local parent=$POD_CGROUP
+	if [ "${CRI_SYSTEMD:-0}" = 1 ]; then
+		# the kubelet's systemd driver: a slice, the uid's dashes as _
+		parent=kubepods-besteffort-pod${POD_UID//-/_}.slice
+		POD_CGROUP=/kubepods.slice/kubepods-besteffort.slice/$parent
+	fi
 	mkdir -p "$CTRD_DIR/pods/$POD_UID"
-	POD_CONFIG=$(jq -cn --arg name "$1" --arg uid "$POD_UID" --arg cg "$POD_CGROUP" \
+	POD_CONFIG=$(jq -cn --arg name "$1" --arg uid "$POD_UID" --arg cg "$parent" \
 		--arg logs "$CTRD_DIR/pods/$POD_UID" --argjson ann "$annotations" '{
 		metadata: { name: $name, uid: $uid, namespace: "brigtest", attempt: 0 },
 		hostname: $name,
