@@ -31,12 +31,13 @@ int brig_sandbox_locate(const char *name, const char *env, const char *installed
 {
     const char *value = getenv(env);
     char *found = NULL;
+    /* A brig run from its build tree takes the tree's helpers, not those
+     * an older `make install` left; an installed brig has none beside it. */
     if (value && *value)
         found = strdup(value);
-    else if (installed && access(installed, X_OK) == 0)
+    else if ((found = brig_sandbox_beside_self(name)) == NULL && installed
+             && access(installed, X_OK) == 0)
         found = strdup(installed);
-    else
-        found = brig_sandbox_beside_self(name);
     if (found == NULL)
         return brig_error_set(err, 0, "%s not found (set %s)", name, env);
     if (access(found, X_OK) != 0) {

@@ -107,8 +107,8 @@ int brig_systemd_prop_parse(const char *item, char **name, struct brig_variant *
 
 /* ---- the driver (systemd.c) ---- */
 
-/* The program brig talks to systemd through: $BRIG_SYSTEMD, the
- * installed one, or beside brig. Caller frees. */
+/* The program brig talks to systemd through: $BRIG_SYSTEMD, the one
+ * beside brig (a build tree's), or the installed one. Caller frees. */
 int brig_systemd_helper(char **out, brig_error_t *err);
 
 #endif

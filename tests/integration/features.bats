@@ -42,11 +42,11 @@ has() {
 	done
 }
 
-@test "features says cgroup v1 and v2 are managed, systemd is not" {
+@test "features says cgroup v1, v2 and systemd are managed" {
 	out=$(brig features)
 	[ "$(jq -r '.linux.cgroup.v1' <<<"$out")" = true ]
 	[ "$(jq -r '.linux.cgroup.v2' <<<"$out")" = true ]
-	[ "$(jq -r '.linux.cgroup.systemd' <<<"$out")" = false ]
+	[ "$(jq -r '.linux.cgroup.systemd' <<<"$out")" = true ]
 }
 
 @test "features lists the time namespace" {

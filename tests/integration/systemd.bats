@@ -11,6 +11,7 @@
 load helpers
 load podman-helpers
 load containerd-helpers
+load cri-helpers
 load systemd-helpers
 
 setup_file() {
@@ -300,4 +301,30 @@ task_pid_of() {
 	check_containerd "sdr$RANDOM" --runtime io.containerd.runc.v2 --runc-systemd-cgroup
 	containerd_stop
 	rm -rf "$CTRD_DIR"
+}
+
+# ---- Kubernetes: containerd's CRI plugin with SystemdCgroup ----
+
+@test "CRI with SystemdCgroup (kubeadm's node): a pod's containers are scopes in its slice, brig and runc" {
+	local h cid unit
+	export CRI_SYSTEMD=1
+	cri_start
+	for h in brig runc; do
+		run_pod "sd-$h" "$h"
+		cid=$(run_container app sleep 1000)
+		unit=cri-containerd-$cid.scope
+		[ "$(show "$unit" ActiveState)" = active ] || fail "$h: $unit is $(show "$unit" ActiveState)"
+		[ "$(show "$unit" ControlGroup)" = "$POD_CGROUP/$unit" ] ||
+			fail "$h: $unit in $(show "$unit" ControlGroup), not $POD_CGROUP"
+		[ "$(show "cri-containerd-$POD_ID.scope" ActiveState)" = active ] || fail "$h: the pause container's scope"
+		container_request UpdateContainerResources "$cid" '{"linux": {"memory_limit_in_bytes": 67108864}}' >/dev/null
+		[ "$(show "$unit" MemoryMax)" = 67108864 ] || fail "$h: MemoryMax $(show "$unit" MemoryMax)"
+		[ "$(cat "/sys/fs/cgroup$POD_CGROUP/$unit/memory.max")" = 67108864 ]
+		pod_request StopPodSandbox >/dev/null
+		pod_request RemovePodSandbox >/dev/null
+		[ "$(show "$unit" LoadState)" = not-found ] || fail "$h: $unit is $(show "$unit" LoadState) after removal"
+		[ -z "$(pod_shims "$POD_ID")" ]
+	done
+	cri_stop
+	systemctl stop kubepods.slice
 }
