@@ -48,7 +48,7 @@ static int locate_seccomp(char **out, brig_error_t *err)
         return brig_error_set(err, ENOMEM, "sandbox profile");
     if (access(path, R_OK) != 0) {
         free(path);
-        path = brig_sandbox_beside_self("seccomp-profiles/sandbox.json");
+        path = brig_beside_self("seccomp-profiles/sandbox.json");
     }
     if (path == NULL)
         return brig_error_set(err, ENOENT, "sandbox profile: seccomp profile `%s/sandbox.json`",

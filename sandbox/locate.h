@@ -6,16 +6,6 @@
 
 #include "base/error.h"
 
-/* A file next to the running program (a build tree), or NULL. */
-char *brig_sandbox_beside_self(const char *name);
-
-/* The program `name`: $ENV when set, else the one beside the running
- * program (a build tree's brig takes the tree's, not an older install's),
- * else `installed` (NULL: none) when it is there; an error names the
- * variable. *out is owned. */
-int brig_sandbox_locate(const char *name, const char *env, const char *installed, char **out,
-                        brig_error_t *err);
-
 /* One of brig's helper programs by name (brig-init, brig-egress,
  * brig-fetch, brig-reaper, brig-api): its $BRIG_INIT, $BRIG_EGRESS, ...,
  * the build tree's, or the installed one. */

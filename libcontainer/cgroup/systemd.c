@@ -24,8 +24,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,30 +43,7 @@
 
 int brig_systemd_helper(char **out, brig_error_t *err)
 {
-    const char *env = getenv("BRIG_SYSTEMD");
-    char self[PATH_MAX];
-    *out = NULL;
-    /* beside brig first: a build tree's brig takes the tree's, not what an
-     * older `make install` left */
-    if (env && *env)
-        *out = strdup(env);
-    else if (brig_selfexe_path(self, sizeof self) == 0
-             && asprintf(out, "%s/brig-systemd", dirname(self)) < 0)
-        *out = NULL;
-    if (*out && (!env || !*env) && access(*out, X_OK) != 0 && BRIG_SYSTEMD_PATH) {
-        free(*out);
-        *out = strdup(BRIG_SYSTEMD_PATH);
-    }
-    if (*out == NULL)
-        return brig_error_set(err, 0, "brig-systemd not found (set BRIG_SYSTEMD)");
-    if (access(*out, X_OK) != 0) {
-        int saved = errno;
-        brig_error_set(err, saved, "brig-systemd `%s`", *out);
-        free(*out);
-        *out = NULL;
-        return -1;
-    }
-    return 0;
+    return brig_locate_program("brig-systemd", "BRIG_SYSTEMD", BRIG_SYSTEMD_PATH, out, err);
 }
 
 /* Runs brig-systemd with args; its last line on stderr is the error. */

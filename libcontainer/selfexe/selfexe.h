@@ -51,4 +51,14 @@ int brig_selfexe_rebind(int fd, brig_error_t *err);
  * move or the re-exec; -1 when unknown. */
 int brig_selfexe_path(char *buf, size_t size);
 
+/* A file next to the running program (a build tree), or NULL. Caller
+ * frees. (locate.c) */
+char *brig_beside_self(const char *name);
+/* The program `name`: $ENV when set, else the one beside the running
+ * program (a build tree's brig takes the tree's, not an older install's),
+ * else `installed` (NULL: none) when it is there; an error names the
+ * variable. *out is owned. */
+int brig_locate_program(const char *name, const char *env, const char *installed, char **out,
+                        brig_error_t *err);
+
 #endif
