@@ -149,6 +149,28 @@ bool brig_cgroup_is_systemd_record(const char *path)
 
 /* ---- create ---- */
 
+/* The resources systemd can express, read off the v2 file plan. On a v1
+ * host that plan may refuse what v1 takes: then the files alone carry
+ * the limits; on a v2 host its error is the cgroup's. */
+static int resource_props(const struct brig_resources *r, struct brig_systemd_props *p,
+                          brig_error_t *err)
+{
+    struct brig_cgroup_write *w = NULL;
+    size_t n = 0;
+    brig_error_t refused = NULL;
+    if (brig_cgroup_plan(r, &w, &n, &refused) == 0) {
+        int rc = brig_systemd_props_resources(w, n, p, err);
+        brig_cgroup_plan_free(w, n);
+        return rc;
+    }
+    if (brig_cgroup_layout() == BRIG_CGROUP_LAYOUT_UNIFIED) {
+        *err = refused;
+        return -1;
+    }
+    brig_error_release(&refused);
+    return 0;
+}
+
 /* The properties a new unit starts with (systemd.h). */
 static int start_props(const struct brig_systemd_scope *s, const char *id,
                        const struct brig_resources *r, const struct brig_kv_list *annotations,
@@ -156,21 +178,9 @@ static int start_props(const struct brig_systemd_scope *s, const char *id,
 {
     if (brig_systemd_props_unit(s, id, p, err) < 0)
         return -1;
-    struct brig_cgroup_write *w = NULL;
-    size_t n = 0;
-    brig_error_t ignored = NULL;
-    /* On a v1 host the v2 plan may refuse what v1 takes: then the files
-     * alone carry the limits. */
-    if (brig_cgroup_plan(r, &w, &n, &ignored) == 0) {
-        int rc = brig_systemd_props_resources(w, n, p, err);
-        brig_cgroup_plan_free(w, n);
-        if (rc < 0)
-            return -1;
-    } else if (brig_cgroup_layout() == BRIG_CGROUP_LAYOUT_UNIFIED) {
-        *err = ignored;
+    if (resource_props(r, p, err) < 0)
         return -1;
-    }
-    brig_error_release(&ignored);
+    brig_error_t ignored = NULL;
     cleanup_free char *proc_devices = NULL;
     if (brig_read_file("/proc/devices", &proc_devices, NULL, &ignored) < 0)
         brig_error_release(&ignored);
@@ -271,16 +281,8 @@ static int sd_apply(const struct brig_cgroup *cg, const struct brig_resources *r
 {
     struct brig_cgroup_systemd *sd = cg->systemd;
     cleanup_props struct brig_systemd_props p = { 0 };
-    struct brig_cgroup_write *w = NULL;
-    size_t n = 0;
-    brig_error_t ignored = NULL;
-    if (brig_cgroup_plan(r, &w, &n, &ignored) == 0) {
-        int rc = brig_systemd_props_resources(w, n, &p, err);
-        brig_cgroup_plan_free(w, n);
-        if (rc < 0)
-            return -1;
-    }
-    brig_error_release(&ignored);
+    if (resource_props(r, &p, err) < 0)
+        return -1;
     if (p.n && helper_call("set", sd, NULL, &p, err) < 0)
         return brig_error_wrap(err, "systemd unit `%s`", sd->unit);
     return brig_cgroup_apply(&sd->inner, r, err);
