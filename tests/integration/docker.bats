@@ -158,7 +158,9 @@ load docker-helpers # and with it the setup and teardown hooks
 	[[ "$output" == *"not a tty"* ]] || fail "exec without -t: $output"
 	cmd=$(printf '%q ' env "DOCKER_CONFIG=$DOCKER_DIR/cli" timeout -k 5 60 \
 		"$DOCKER_CLI" -H "unix://$DOCKER_DIR/docker.sock" exec -it life sh -c 'tty; echo ok')
-	run script -qec "$cmd" /dev/null
+	# stdin is /dev/null: CI may run the suite with it closed, and script
+	# then takes fd 0 for its own pty.
+	run script -qec "$cmd" /dev/null </dev/null
 	[ "$status" -eq 0 ] || fail "exec -it status $status: $output"
 	# script's pty echoes a NUL that reaches it as the session starts,
 	# as "^@", anywhere among the lines: drop it.

@@ -47,7 +47,9 @@ trap 'rm -f "$tap"' EXIT
 # ignored here (a runner started under nohup ignores SIGHUP) would stay
 # ignored in every container, where a shell can't trap them again, and the
 # tests that send them would wait for ever: bats starts with the defaults.
-env --default-signal bats --tap "$@" >"$tap" 2>&1
+# stdin is /dev/null: a closed one (as CI may hand over) would be the first
+# fd a test's program opens, and script(1) would take its pty for stdin.
+env --default-signal bats --tap "$@" >"$tap" 2>&1 </dev/null
 bats_status=$?
 cat "$tap"
 
