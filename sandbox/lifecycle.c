@@ -18,6 +18,7 @@
 #include "sandbox/layout.h"
 #include "sandbox/locate.h"
 #include "sandbox/sandbox.h"
+#include "sandbox/pod_userns.h"
 #include "sandbox/userns.h"
 #include "selfexe/selfexe.h"
 #include "spec/spec.h"
@@ -134,17 +135,29 @@ static int resolve_settings(const struct brig_create_options *o, struct brig_pro
 }
 
 /* A pod's container (profile_pod.c): its image, mounts and namespaces
- * are the pod's, so no tree, data image, user namespace of the sandbox's
- * or proxy; the seccomp profile and the limits are the sandbox's. */
-static int pod_settings(struct brig_profile_settings *s, brig_error_t *err)
+ * are the pod's, so no tree, data image or proxy; the seccomp profile and
+ * the limits are the sandbox's, the user namespace the pod's
+ * (pod_userns.h), with a private dir for its binds. */
+static int pod_settings(const struct brig_create_options *o, struct brig_profile_settings *s,
+                        brig_error_t *err)
 {
     s->pod = 1;
-    free(s->userns);
     free(s->network);
     s->network = NULL;
-    if ((s->userns = strdup(BRIG_USERNS_HOST)) == NULL)
-        return brig_error_set(err, ENOMEM, "sandbox profile");
-    return s->seccomp_path == NULL ? locate_seccomp(&s->seccomp_path, err) : 0;
+    free(s->data_dir);
+    s->data_dir = NULL;
+    if (s->seccomp_path == NULL && locate_seccomp(&s->seccomp_path, err) < 0)
+        return -1;
+    if (brig_sandbox_pod_userns_prepare(o->root, o->bundle, o->config->spec, s, err) < 0)
+        return -1;
+    if (!brig_profile_userns_auto(s))
+        return 0;
+    cleanup_free char *state_dir = NULL;
+    if (state_dir_path(o->root, o->id, &state_dir, err) < 0
+        || brig_sandbox_private_dir(state_dir, &s->data_dir, err) < 0)
+        return -1;
+    s->data_private = 1;
+    return 0;
 }
 
 /* The spec rewritten into the sandbox's, with its seccomp profile. */
@@ -181,7 +194,7 @@ int brig_sandbox_prepare(struct brig_create_options *o, const char *profile,
         return 0;
     int r = settings ? copy_settings(settings, use, err) : brig_profile_settings_default(use, err);
     if (r == 0 && brig_profile_is_pod_container(o->config->spec))
-        r = pod_settings(use, err);
+        r = pod_settings(o, use, err);
     else if (r == 0)
         r = resolve_settings(o, use, err);
     if (r == 0)
@@ -263,6 +276,18 @@ static int setup_userns(int dir_fd, struct brig_profile_settings *s, struct brig
     return brig_profile_apply_userns(spec, s, err);
 }
 
+/* A pause container's own range (the others' is the pause's), kept with
+ * the settings before anything is mounted. */
+static int pod_userns_setup(int dir_fd, struct brig_profile_settings *s, struct brig_spec *spec,
+                            brig_error_t *err)
+{
+    if (s->pod_userns == NULL
+        && (brig_sandbox_userns_acquire(s, err) < 0
+            || write_settings(dir_fd, PROFILE_FILE, s, err) < 0))
+        return -1;
+    return brig_sandbox_pod_userns_mount(s, spec, err);
+}
+
 /* The settings are kept before anything is mounted, so delete knows what
  * to undo; then the user namespace and the data image, owned by the
  * sandbox user as the host sees it. At restore the settings are there
@@ -282,8 +307,10 @@ static int sandbox_setup(const void *data, int dir_fd, struct brig_spec *spec, b
         return brig_error_set(err, ENOENT, "no sandbox settings in the state dir");
     if (r > 0 && s.pod) {
         /* the pod's own volumes are its workspace */
+        if (brig_profile_userns_auto(&s))
+            r = pod_userns_setup(dir_fd, &s, spec, err);
         brig_profile_settings_clear(&s);
-        return 0;
+        return r < 0 ? -1 : 0;
     }
     if (r > 0)
         r = setup_userns(dir_fd, &s, spec, err);
@@ -377,6 +404,8 @@ static int sandbox_teardown(int dir_fd, brig_error_t *err)
         brig_egress_unregister(state_dir, err);
     brig_error_release(err);
     r = brig_data_image_unmount(s.data_dir, err);
+    if (r == 0)
+        r = brig_sandbox_pod_binds_remove(s.data_dir, err);
     if (r == 0)
         r = brig_sandbox_tree_unmount(s.data_dir, err);
     if (r == 0 && (s.data_private || is_dir_of(dir_fd, s.data_dir)))

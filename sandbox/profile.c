@@ -48,6 +48,7 @@ void brig_profile_settings_clear(struct brig_profile_settings *s)
     free(s->userns);
     free(s->network);
     free(s->ca_bundle);
+    free(s->pod_userns);
     *s = (struct brig_profile_settings){ 0 };
 }
 
@@ -65,7 +66,7 @@ static const struct setting settings[] = {
     STR(rootfs),      STR(data_dir),     STR(init_path),  STR(init_config), STR(netns),
     STR(malloc_conf), STR(seccomp_path), NUM(data_size),  NUM(memory),      NUM(pids),
     NUM(cpus_milli),  STR(userns),       NUM(userns_uid), NUM(userns_gid),  NUM(data_private),
-    STR(network),     STR(ca_bundle),    NUM(pod),
+    STR(network),     STR(ca_bundle),    NUM(pod),        STR(pod_userns),
 };
 
 int brig_profile_settings_format(const struct brig_profile_settings *s, char **out,
@@ -404,7 +405,7 @@ static bool profile_owns(const char *dest)
     return false;
 }
 
-static bool is_bind(const struct brig_mount *m)
+bool brig_profile_mount_is_bind(const struct brig_mount *m)
 {
     if (m->type && strcmp(m->type, "bind") == 0)
         return true;
@@ -436,7 +437,7 @@ static int apply_mounts(struct brig_spec *spec, const struct brig_profile_settin
     size_t kept = 0;
     for (size_t i = 0; i < spec->n_mounts; i++) {
         struct brig_mount *m = &spec->mounts[i];
-        if (is_bind(m) || profile_owns(m->destination))
+        if (brig_profile_mount_is_bind(m) || profile_owns(m->destination))
             brig_mount_free_fields(m);
         else
             spec->mounts[kept++] = *m;
@@ -524,23 +525,34 @@ int brig_profile_apply_userns(struct brig_spec *spec, const struct brig_profile_
     struct brig_linux *l = spec->linux_;
     if (l == NULL || spec->root == NULL || s->data_dir == NULL)
         return brig_error_set(err, 0, "sandbox profile: a user namespace needs the sandbox's spec");
-    bool has = false;
+    struct brig_namespace *user = NULL;
     for (size_t i = 0; i < l->n_namespaces; i++)
-        has = has || l->namespaces[i].type == BRIG_NS_USER;
-    if (!has) {
+        if (l->namespaces[i].type == BRIG_NS_USER)
+            user = &l->namespaces[i];
+    if (user == NULL) {
         struct brig_namespace *bigger = realloc(l->namespaces,
                                                 (l->n_namespaces + 1) * sizeof *bigger);
         if (bigger == NULL)
             return brig_error_set(err, ENOMEM, "sandbox profile");
         l->namespaces = bigger;
-        bigger[l->n_namespaces++] = (struct brig_namespace){ .type = BRIG_NS_USER };
+        user = &bigger[l->n_namespaces++];
+        *user = (struct brig_namespace){ .type = BRIG_NS_USER };
     }
+    if (s->pod_userns && replace_str(&user->path, s->pod_userns) < 0)
+        return brig_error_set(err, ENOMEM, "sandbox profile");
     /* The root: the shared tree, seen through the range (userns.c binds
      * it there). */
     cleanup_free char *tree = NULL;
-    if (set_mapping(&l->uid_mappings, &l->n_uid_mappings, (uint32_t) s->userns_uid) < 0
-        || set_mapping(&l->gid_mappings, &l->n_gid_mappings, (uint32_t) s->userns_gid) < 0
-        || asprintf(&tree, "%s/%s", s->data_dir, BRIG_SANDBOX_TREE) < 0)
+    /* A joined namespace has its maps already: the same range. */
+    if (s->pod_userns) {
+        free(l->uid_mappings);
+        free(l->gid_mappings);
+        l->uid_mappings = l->gid_mappings = NULL;
+        l->n_uid_mappings = l->n_gid_mappings = 0;
+    } else if (set_mapping(&l->uid_mappings, &l->n_uid_mappings, (uint32_t) s->userns_uid) < 0
+               || set_mapping(&l->gid_mappings, &l->n_gid_mappings, (uint32_t) s->userns_gid) < 0)
+        return brig_error_set(err, ENOMEM, "sandbox profile");
+    if (asprintf(&tree, "%s/%s", s->data_dir, BRIG_SANDBOX_TREE) < 0)
         return brig_error_set(err, ENOMEM, "sandbox profile");
     free(spec->root->path);
     spec->root->path = brig_steal_ptr(tree);

@@ -70,6 +70,8 @@ struct brig_profile_settings {
     int64_t userns_gid;
     int64_t data_private; /* 1: data_dir is the container's own, removed with it */
     int64_t pod;          /* 1: a container of a Kubernetes pod (profile_pod.c) */
+    char *pod_userns;     /* a pod's container: the pause container's user namespace,
+                             joined; NULL: a new one (pod_userns.h) */
 };
 
 /* The defaults; strings duplicated. -1 on out-of-memory. */
@@ -94,8 +96,9 @@ bool brig_profile_userns_auto(const struct brig_profile_settings *s);
 bool brig_profile_on_packages(const struct brig_profile_settings *s);
 
 /* The user namespace of settings whose range is known (userns_uid > 0):
- * a new user namespace mapping 0-65535 to the range, and the root at the
- * tree's id-mapped bind in the data dir. Idempotent; without a range, a
+ * a new user namespace mapping 0-65535 to the range (or, for a pod's
+ * container, the pause container's, joined by path: pod_userns), and the
+ * root at the tree's id-mapped bind in the data dir. Idempotent; without a range, a
  * no-op. brig_profile_apply calls it; the handler too, once it has picked
  * the range of a new sandbox. */
 int brig_profile_apply_userns(struct brig_spec *spec, const struct brig_profile_settings *s,
@@ -121,6 +124,9 @@ int brig_profile_impose_exec(struct brig_process *p, const struct brig_process *
  * namespaces stay as CRI made them, and what the profile hardens is the
  * process, the root and the limits (sandbox/profile_pod.c). */
 bool brig_profile_is_pod_container(const struct brig_spec *spec);
+
+/* Whether a mount is a bind (type `bind`, or a `bind`/`rbind` option). */
+bool brig_profile_mount_is_bind(const struct brig_mount *m);
 
 /* Size with an optional K/M/G/T suffix (powers of 1024): "64M". */
 int brig_profile_parse_size(const char *text, int64_t *out);

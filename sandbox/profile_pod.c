@@ -8,8 +8,9 @@
  * stays. What the profile changes is what makes it a sandbox: the user
  * (the image's when it is not root, else the sandbox's), no capability,
  * no_new_privs, the strict seccomp profile, a read-only root with a tmpfs
- * /tmp, a cgroup namespace, the runtime's masked and read-only paths, and
- * the profile's limits where the pod sets none. Pure. */
+ * /tmp, a cgroup namespace, the runtime's masked and read-only paths, the
+ * profile's limits where the pod sets none, and the pod's user namespace
+ * (pod_userns.h) once its range is known. Pure. */
 #include "sandbox/profile.h"
 
 #include <errno.h>
@@ -115,6 +116,22 @@ static int default_limits(struct brig_linux *l, const struct brig_profile_settin
     return 0;
 }
 
+/* In the pod's user namespace only ids 0-65535 exist. */
+static bool ids_outside(const struct brig_user *u, brig_error_t *err)
+{
+    uint32_t bad = u->uid >= BRIG_SANDBOX_IDS ? u->uid : u->gid >= BRIG_SANDBOX_IDS ? u->gid : 0;
+    for (size_t i = 0; bad == 0 && i < u->n_additional_gids; i++)
+        if (u->additional_gids[i] >= BRIG_SANDBOX_IDS)
+            bad = u->additional_gids[i];
+    if (bad == 0)
+        return false;
+    brig_error_set(err, 0,
+                   "sandbox profile: id %u of the pod's user is outside its user namespace "
+                   "(0-%u)",
+                   bad, BRIG_SANDBOX_IDS - 1);
+    return true;
+}
+
 int brig_profile_apply_pod(struct brig_spec *spec, const struct brig_profile_settings *s,
                            brig_error_t *err)
 {
@@ -124,5 +141,7 @@ int brig_profile_apply_pod(struct brig_spec *spec, const struct brig_profile_set
     if (pod_identity(spec->process) < 0 || add_tmp(spec) < 0 || add_cgroup_ns(spec->linux_) < 0
         || default_limits(spec->linux_, s) < 0 || brig_profile_add_default_paths(spec->linux_) < 0)
         return brig_error_set(err, ENOMEM, "sandbox profile");
-    return 0;
+    if (brig_profile_userns_auto(s) && ids_outside(&spec->process->user, err))
+        return -1;
+    return brig_profile_apply_userns(spec, s, err);
 }

@@ -16,12 +16,9 @@
 #include "process/idmap.h"
 #include "sandbox/dataimage.h"
 #include "sandbox/idrange.h"
+#include "sandbox/pod_userns.h"
 
-/* The data dir and its missing parents made, each searchable by others:
- * the sandbox's root is an unmapped stranger to the host's dirs, and must
- * still reach its tree and its data through them. Nothing in it is
- * readable by others but the tree. */
-static int make_reachable(const char *dir, brig_error_t *err)
+int brig_sandbox_make_reachable(const char *dir, brig_error_t *err)
 {
     cleanup_free char *path = strdup(dir);
     if (path == NULL)
@@ -64,8 +61,8 @@ int brig_sandbox_private_reset(const char *dir, brig_error_t *err)
     struct stat st;
     if (stat(dir, &st) < 0)
         return errno == ENOENT ? 0 : brig_error_set(err, errno, "`%s`", dir);
-    if (brig_data_image_unmount(dir, err) < 0 || brig_sandbox_tree_unmount(dir, err) < 0
-        || brig_idrange_release(dir, err) < 0)
+    if (brig_data_image_unmount(dir, err) < 0 || brig_sandbox_pod_binds_remove(dir, err) < 0
+        || brig_sandbox_tree_unmount(dir, err) < 0 || brig_idrange_release(dir, err) < 0)
         return -1;
     return brig_sandbox_private_remove(dir, err);
 }
@@ -150,7 +147,7 @@ int brig_sandbox_images_share(int image_fd, const struct brig_profile_settings *
 int brig_sandbox_userns_acquire(struct brig_profile_settings *s, brig_error_t *err)
 {
     struct brig_idrange r = { (uint32_t) s->userns_uid, (uint32_t) s->userns_gid };
-    if (make_reachable(s->data_dir, err) < 0)
+    if (brig_sandbox_make_reachable(s->data_dir, err) < 0)
         return -1;
     int rc = s->userns_uid > 0 ? brig_idrange_claim(s->data_dir, &r, err)
                                : brig_idrange_acquire(s->data_dir, &r, err);

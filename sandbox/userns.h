@@ -21,6 +21,12 @@ int brig_sandbox_userns_acquire(struct brig_profile_settings *s, brig_error_t *e
  * and tree are unmounted. A missing dir is not an error. */
 int brig_sandbox_private_remove(const char *dir, brig_error_t *err);
 
+/* The data dir and its missing parents made, each searchable by others:
+ * the sandbox's root is an unmapped stranger to the host's dirs, and must
+ * still reach its tree and its data through them. Nothing in it is
+ * readable by others but the tree. */
+int brig_sandbox_make_reachable(const char *dir, brig_error_t *err);
+
 /* Every dir above `path` searchable by others, else an error naming the
  * first that is not and `--userns host`. */
 int brig_sandbox_check_reachable(const char *path, brig_error_t *err);

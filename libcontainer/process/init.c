@@ -141,12 +141,7 @@ static int setup_process_knobs(const struct brig_init_config *cfg, brig_error_t 
     }
     if (setup_personality(cfg->spec, err) < 0)
         return -1;
-    if (p->has_oom_score_adj) {
-        char buf[16];
-        int n = snprintf(buf, sizeof buf, "%d", p->oom_score_adj);
-        if (brig_write_file("/proc/self/oom_score_adj", buf, (size_t) n, err) < 0)
-            return brig_error_wrap(err, "set oomScoreAdj");
-    }
+    /* oomScoreAdj was set before any namespace (spawn.c). */
     return brig_rlimits_apply(p, err);
 }
 

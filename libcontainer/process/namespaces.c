@@ -87,22 +87,52 @@ static int become_ns_root(brig_error_t *err)
     return 0;
 }
 
-int brig_ns_join_all(const struct brig_ns_join *join, brig_error_t *err)
+static const enum brig_ns_type join_order[] = {
+    BRIG_NS_IPC,   BRIG_NS_UTS, BRIG_NS_NETWORK, BRIG_NS_CGROUP,
+    BRIG_NS_MOUNT, BRIG_NS_PID, BRIG_NS_TIME,
+};
+
+/* Joins the namespaces other than the user namespace: all of them, or
+ * (`retry`) those in *later. With `defer`, one refused with EPERM is left
+ * in *later instead of failing. */
+static int join_others(const struct brig_ns_join *join, bool retry, bool defer, bool *later,
+                       brig_error_t *err)
 {
-    static const enum brig_ns_type order[] = {
-        BRIG_NS_USER,   BRIG_NS_IPC,   BRIG_NS_UTS, BRIG_NS_NETWORK,
-        BRIG_NS_CGROUP, BRIG_NS_MOUNT, BRIG_NS_PID, BRIG_NS_TIME,
-    };
-    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
-        enum brig_ns_type t = order[i];
-        if (join->fd[t] < 0)
+    for (size_t i = 0; i < sizeof join_order / sizeof join_order[0]; i++) {
+        enum brig_ns_type t = join_order[i];
+        if (join->fd[t] < 0 || (retry && !later[t]))
             continue;
-        if (setns(join->fd[t], clone_flags[t]) < 0)
+        if (setns(join->fd[t], clone_flags[t]) == 0) {
+            later[t] = false;
+            continue;
+        }
+        if (!defer || errno != EPERM)
             return brig_error_set(err, errno, "join %s namespace", brig_ns_type_name(t));
-        if (t == BRIG_NS_USER && become_ns_root(err) < 0)
-            return -1;
+        later[t] = true;
     }
     return 0;
+}
+
+/* A namespace owned by an ancestor of the user namespace joined (a pod's
+ * network namespace, made by the host, beside the pod's own user
+ * namespace) can only be joined before it: the capabilities over it are
+ * the host's. One owned by that user namespace itself can only be joined
+ * after it when the caller is not the host's root (rootless). So: every
+ * other namespace first where the caller may, then the user namespace,
+ * then the rest. */
+int brig_ns_join_all(const struct brig_ns_join *join, brig_error_t *err)
+{
+    bool later[BRIG_NS_COUNT] = { false };
+    bool has_user = join->fd[BRIG_NS_USER] >= 0;
+    if (join_others(join, false, has_user, later, err) < 0)
+        return -1;
+    if (!has_user)
+        return 0;
+    if (setns(join->fd[BRIG_NS_USER], CLONE_NEWUSER) < 0)
+        return brig_error_set(err, errno, "join user namespace");
+    if (become_ns_root(err) < 0)
+        return -1;
+    return join_others(join, true, false, later, err);
 }
 
 static int write_map(pid_t pid, const char *file, const struct brig_id_mapping *maps, size_t n,

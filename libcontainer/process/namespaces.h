@@ -30,9 +30,11 @@ void brig_ns_join_close(struct brig_ns_join *join);
     }
 #define cleanup_ns_join __attribute__((cleanup(brig_ns_join_close)))
 
-/* Joins the opened namespaces: the user namespace first (the others may be
- * owned by it), the pid and time namespaces last (they only apply to
- * children). Runs in the child. */
+/* Joins the opened namespaces: the others first where the caller may (the
+ * host's root may join any; one owned by an ancestor of the user namespace
+ * can't be joined from inside it), then the user namespace, then those
+ * that needed it (a rootless caller's). The pid and time namespaces apply
+ * to children only. Runs in the child. */
 int brig_ns_join_all(const struct brig_ns_join *join, brig_error_t *err);
 
 /* Writes /proc/PID/{uid_map,gid_map} from linux.uidMappings/gidMappings.

@@ -97,6 +97,21 @@ static int joiner_enter(const struct brig_init_config *cfg, const struct brig_ns
     _exit(0);
 }
 
+/* Written while the child is still the host's root in the host's
+ * namespaces: in a user namespace, /proc/self of a process that is not
+ * dumpable belongs to an id the namespace doesn't map. Its children
+ * inherit it. */
+static int set_oom_score_adj(const struct brig_process *p, brig_error_t *err)
+{
+    if (p == NULL || !p->has_oom_score_adj)
+        return 0;
+    char buf[16];
+    int n = snprintf(buf, sizeof buf, "%d", p->oom_score_adj);
+    if (brig_write_file("/proc/self/oom_score_adj", buf, (size_t) n, err) < 0)
+        return brig_error_wrap(err, "set oomScoreAdj");
+    return 0;
+}
+
 static __attribute__((noreturn)) void child_main(const struct brig_init_config *cfg,
                                                  const struct brig_ns_join *join, bool two_step,
                                                  bool wait_cgroup, bool guard_self, int sync_fd,
@@ -122,6 +137,8 @@ static __attribute__((noreturn)) void child_main(const struct brig_init_config *
     close(cfg->state_dir_fd);
     if (r == 0 && cfg->stdio)
         r = brig_process_take_stdio(cfg->stdio, &err);
+    if (r == 0)
+        r = set_oom_score_adj(cfg->spec->process, &err);
     /* Only what the init needs crosses into the container. */
     int keep[2 + BRIG_NS_COUNT] = { sync_fd, fifo_fd };
     for (int t = 0; t < BRIG_NS_COUNT; t++)

@@ -245,16 +245,20 @@ pod_request() {
 }
 
 # container_config NAME ARG...: the ContainerConfig of a busybox container
-# running ARG... (as `args`, the image's cmd replaced).
+# running ARG... (as `args`, the image's cmd replaced), merged with
+# CONTAINER_EXTRA (a JSON object: mounts, security_context..., default
+# none).
 container_config() {
-	local name=$1
+	local name=$1 extra=${CONTAINER_EXTRA:-}
 	shift
-	jq -cn --arg name "$name" --arg image "$CTRD_IMAGE" --argjson args "$(json_array "$@")" '{
+	[ -n "$extra" ] || extra='{}'
+	jq -cn --arg name "$name" --arg image "$CTRD_IMAGE" --argjson args "$(json_array "$@")" \
+		--argjson x "$extra" '{
 		metadata: { name: $name, attempt: 0 },
 		image: { image: $image },
 		args: $args,
 		log_path: ($name + ".log"),
-		linux: { security_context: { namespace_options: { network: "POD", pid: "CONTAINER", ipc: "POD" } } } }'
+		linux: { security_context: { namespace_options: { network: "POD", pid: "CONTAINER", ipc: "POD" } } } } * $x'
 }
 
 # create_container NAME ARG...: CreateContainer in $POD_ID; prints the id.

@@ -306,18 +306,28 @@ pod_lifecycle() {
 # sandboxed_pod_container: in the pod just run, a container under brig's
 # sandbox profile. The CRI asks for uid 0 with the default capabilities;
 # the profile decides: the sandbox's user, no capability, no_new_privs,
-# seccomp, a read-only root with a writable /tmp. What is the pod's stays
-# the pod's: its image (busybox, not the sandbox's Debian tree), CRI's
-# mounts (hosts, hostname, resolv.conf, shm) and the pause container's
-# network and IPC namespaces; the pause container is hardened too.
+# seccomp, a read-only root with a writable /tmp, and the pod's user
+# namespace. What is the pod's stays the pod's: its image (busybox, not
+# the sandbox's Debian tree), CRI's mounts (hosts, hostname, resolv.conf,
+# shm, a volume) and the pause container's network and IPC namespaces; the
+# pause container is hardened too.
 sandboxed_pod_container() {
-	local cid out pause
-	cid=$(run_container sb sleep 1000)
+	local cid out pause vol range
+	# A volume as the kubelet makes one for a pod with fsGroup 2000: the
+	# host's root owns it, the group is the pod's.
+	vol=$CTRD_DIR/volumes/$POD_UID
+	mkdir -p "$vol"
+	echo s3cret >"$vol/token"
+	chown 0:2000 "$vol" "$vol/token"
+	chmod 2770 "$vol"
+	chmod 0640 "$vol/token"
+	cid=$(CONTAINER_EXTRA=$(jq -cn --arg v "$vol" '{mounts: [{container_path: "/vol", host_path: $v}],
+		linux: {security_context: {supplemental_groups: [2000]}}}') run_container sb sleep 1000)
 	[ "$(container_state "$cid")" = CONTAINER_RUNNING ]
 	out=$(exec_sync "$cid" sh -c 'id -u; grep -E "^(CapEff|NoNewPrivs|Seccomp):" /proc/self/status
 		touch /probe 2>/dev/null && echo root-writable; touch /tmp/probe && echo tmp-writable
 		readlink /proc/self/ns/net; readlink /proc/self/ns/ipc
-		for m in /etc/hosts /etc/hostname /etc/resolv.conf /dev/shm; do
+		for m in /etc/hosts /etc/hostname /etc/resolv.conf /dev/shm /vol; do
 			grep -q " $m " /proc/self/mountinfo && echo "mounted $m"
 		done
 		[ -e /usr/bin/python3 ] && echo debian-tree; [ -x /bin/busybox ] && echo own-image')
@@ -328,17 +338,50 @@ sandboxed_pod_container() {
 		fail "not in the pod's network namespace: $out"
 	[ "$(jq -r .stdout <<<"$out" | sed -n 7p)" = "$(readlink "/proc/$pause/ns/ipc")" ] ||
 		fail "not in the pod's IPC namespace: $out"
-	[ "$(jq -r .stdout <<<"$out" | sed -n '8,$p' | tr -s '\n' ' ')" = "mounted /etc/hosts mounted /etc/hostname mounted /etc/resolv.conf mounted /dev/shm own-image " ] ||
+	[ "$(jq -r .stdout <<<"$out" | sed -n '8,$p' | tr -s '\n' ' ')" = "mounted /etc/hosts mounted /etc/hostname mounted /etc/resolv.conf mounted /dev/shm mounted /vol own-image " ] ||
 		fail "the pod's image and mounts: $out"
-	# the pause container: the sandbox's user, no capability
-	[ "$(awk '/^Uid:/ { print $2 }' "/proc/$pause/status")" = 1000 ] || fail "pause runs as $(grep Uid "/proc/$pause/status")"
+
+	# One user namespace for the pod: the pause container's, mapping a
+	# range of its own (not the host's ids), which every container joins.
+	[ "$(readlink "/proc/$pause/ns/user")" != "$(readlink /proc/self/ns/user)" ] || fail "the pause container is in the host's user namespace"
+	range=$(awk '$1 == 0 && $3 == 65536 { print $2 }' "/proc/$pause/uid_map")
+	[ -n "$range" ] && [ "$range" -ge 65536 ] || fail "the pause's uid_map: $(cat "/proc/$pause/uid_map")"
+	out=$(exec_sync "$cid" sh -c 'readlink /proc/self/ns/user; cat /proc/self/uid_map /proc/self/gid_map | tr -s " " " "
+		stat -c "%u:%g" /bin/busybox /etc/hosts')
+	[ "$(jq -r .stdout <<<"$out" | sed -n 1p)" = "$(readlink "/proc/$pause/ns/user")" ] ||
+		fail "not in the pod's user namespace: $out"
+	# the image's root and CRI's files are root's inside: id-mapped binds
+	[ "$(jq -r .stdout <<<"$out" | sed -n '2,$p' | tr -s ' \n' '  ')" = " 0 $range 65536 0 $range 65536 0:0 0:0 " ] ||
+		fail "the maps and owners inside: $out"
+	# Both run as the sandbox's user, which the host sees in the range.
+	[ "$(awk '/^Uid:/ { print $2 }' "/proc/$pause/status")" = $((range + 1000)) ] || fail "pause runs as $(grep Uid "/proc/$pause/status")"
+	[ "$(awk '/^Uid:/ { print $2 }' "/proc/$(container_info_pid "$cid")/status")" = $((range + 1000)) ]
 	[ "$(awk '/^CapEff:/ { print $2 }' "/proc/$pause/status")" = 0000000000000000 ]
+
+	# The volume through the pod's group, as without a user namespace:
+	# its files keep their owners on the host's disk.
+	out=$(exec_sync "$cid" sh -c 'cat /vol/token && echo made >/vol/made && stat -c "%u:%g" /vol/token /vol')
+	[ "$(jq -r .stdout <<<"$out" | tr -s '\n' ' ')" = "s3cret 0:2000 0:2000 " ] || fail "the volume inside: $out"
+	[ "$(stat -c %u:%g "$vol/made")" = 1000:2000 ] || fail "a file made in the volume: $(stat -c %u:%g "$vol/made") on the host"
+}
+
+# sandbox_leftovers: the binds and roots of sandboxed containers still
+# mounted, and the user namespace ranges held.
+sandbox_leftovers() {
+	grep -c " /var/lib/brig/sandboxes/.containers/" /proc/self/mountinfo
+	find /var/lib/brig/idranges -maxdepth 1 -type f 2>/dev/null | wc -l
 }
 
 @test "cri: handler brig-sandbox: its options file (ConfigPath) reaches the shim, the sandbox profile applies" {
 	[ "$CRI_HANDLER" != runc ] || skip "brig-specific: the sandbox profile"
+	before=$(sandbox_leftovers)
 	run_pod sbpod brig-sandbox
 	sandboxed_pod_container
+	[ "$(sandbox_leftovers)" != "$before" ] || fail "no bind and no range while the pod runs"
+	pod_request StopPodSandbox >/dev/null
+	pod_request RemovePodSandbox >/dev/null
+	# The pod's range and every bind of its containers go with it.
+	[ "$(sandbox_leftovers)" = "$before" ] || fail "left: $(grep " /var/lib/brig/sandboxes/.containers/" /proc/self/mountinfo)"
 }
 
 @test "cri: handler brig, a pod annotated run.brig.profile=sandbox (pod_annotations): sandboxed the same way" {

@@ -456,10 +456,48 @@ static void test_pod(void)
     brig_profile_settings_clear(&s);
 }
 
+/* A pod's user namespace (pod_userns.h): the pause container's own range,
+ * mapped; its other containers join it by path, with no maps of their own. */
+static void test_pod_userns(void)
+{
+    struct brig_spec *spec = load(pod_bundle);
+    if (spec == NULL)
+        return;
+    struct brig_profile_settings s;
+    settings_for_test(&s);
+    s.pod = 1;
+    free(s.userns);
+    s.userns = strdup(BRIG_USERNS_AUTO);
+    s.userns_uid = s.userns_gid = 7 * 65536;
+    brig_error_t err = NULL;
+    CHECK(brig_profile_apply(spec, &s, seccomp(), &err) == 0, "the pod profile with a range");
+    const struct brig_namespace *user = brig_spec_namespace(spec, BRIG_NS_USER);
+    CHECK(user && user->path == NULL && spec->linux_->n_uid_mappings == 1
+              && spec->linux_->uid_mappings[0].host_id == 7 * 65536
+              && spec->linux_->uid_mappings[0].size == 65536,
+          "the pause container's range: a new user namespace");
+    char tree[4096];
+    snprintf(tree, sizeof tree, "%s/%s", s.data_dir, BRIG_SANDBOX_TREE);
+    CHECK(strcmp(spec->root->path, tree) == 0, "the image's root, id-mapped in the data dir");
+    s.pod_userns = strdup("/proc/42/ns/user");
+    CHECK(brig_profile_apply(spec, &s, seccomp(), &err) == 0, "the pod profile, joining");
+    user = brig_spec_namespace(spec, BRIG_NS_USER);
+    CHECK(user && user->path && strcmp(user->path, "/proc/42/ns/user") == 0
+              && spec->linux_->n_uid_mappings == 0 && spec->linux_->n_gid_mappings == 0,
+          "another container joins the pause's user namespace, no maps of its own");
+    spec->process->user.uid = 70000;
+    CHECK(brig_profile_apply(spec, &s, seccomp(), &err) < 0 && strstr(err->msg, "70000"),
+          "an image user past the range is refused, named");
+    brig_error_release(&err);
+    brig_spec_free(spec);
+    brig_profile_settings_clear(&s);
+}
+
 int main(void)
 {
     test_apply();
     test_pod();
+    test_pod_userns();
     test_userns();
     test_impose_exec();
     test_overrides();
