@@ -146,7 +146,8 @@ static int pod_settings(const struct brig_create_options *o, struct brig_profile
     s->network = NULL;
     free(s->data_dir);
     s->data_dir = NULL;
-    if (s->seccomp_path == NULL && locate_seccomp(&s->seccomp_path, err) < 0)
+    if ((s->seccomp_path == NULL && locate_seccomp(&s->seccomp_path, err) < 0)
+        || (s->init_path == NULL && locate_init(&s->init_path, err) < 0))
         return -1;
     if (brig_sandbox_pod_userns_prepare(o->root, o->bundle, o->config->spec, s, err) < 0)
         return -1;

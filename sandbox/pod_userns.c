@@ -21,7 +21,6 @@
 #include "sandbox/sandbox.h"
 #include "sandbox/userns.h"
 
-#define CRI_CONTAINER_TYPE "io.kubernetes.cri.container-type"
 #define CRI_SANDBOX_ID "io.kubernetes.cri.sandbox-id"
 
 static const char *annotation(const struct brig_spec *spec, const char *key)
@@ -112,8 +111,7 @@ int brig_sandbox_pod_userns_prepare(const char *root, const char *bundle,
     s->userns_uid = s->userns_gid = 0;
     if (!brig_profile_userns_auto(s))
         return 0;
-    const char *type = annotation(spec, CRI_CONTAINER_TYPE);
-    if (type && strcmp(type, "sandbox") != 0
+    if (brig_profile_is_pod_app(spec)
         && join_pause(root, annotation(spec, CRI_SANDBOX_ID), s, err) < 0)
         return -1;
     if (!brig_profile_userns_auto(s))
@@ -225,6 +223,10 @@ static int pod_tree(const struct brig_profile_settings *s, const struct brig_spe
     rmdir(scratch);
     if (r < 0) {
         rmdir(tree);
+        int e = (*err)->errnum;
+        if (e == EINVAL || e == ENOSYS || e == EPERM)
+            return brig_error_wrap(err, "the pod's root (without id-mapped mounts, set userns = "
+                                        "\"host\" in the runtime's options file)");
         return brig_error_wrap(err, "the pod's root");
     }
     return 0;

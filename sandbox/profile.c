@@ -366,14 +366,25 @@ static int apply_process(struct brig_process *p, const struct brig_profile_setti
         return -1;
     /* brig-init in front: PID 1 reaps and supervises; with a command it
      * exits with it, without one it stays up (brig sandbox). */
-    size_t extra = s->detached_init ? 1 : 2;
-    size_t n = s->detached_init ? 0 : p->args.n;
+    static const char *const with_command[] = { BRIG_SANDBOX_INIT, "--", NULL };
+    static const char *const detached[] = { BRIG_SANDBOX_INIT, NULL };
+    if (s->detached_init) {
+        brig_strv_free(&p->args);
+        p->args = (struct brig_strv){ 0 };
+    }
+    return brig_profile_prepend_args(p, s->detached_init ? detached : with_command);
+}
+
+int brig_profile_prepend_args(struct brig_process *p, const char *const *front)
+{
+    size_t extra = 0, n = p->args.n;
+    while (front[extra])
+        extra++;
     char **args = calloc(n + extra + 1, sizeof *args);
     if (args == NULL)
         return -1;
-    args[0] = strdup(BRIG_SANDBOX_INIT);
-    if (!s->detached_init)
-        args[1] = strdup("--");
+    for (size_t i = 0; i < extra; i++)
+        args[i] = strdup(front[i]);
     for (size_t i = 0; i < n; i++)
         args[extra + i] = brig_steal_ptr(p->args.v[i]);
     brig_strv_free(&p->args);
@@ -415,9 +426,13 @@ bool brig_profile_mount_is_bind(const struct brig_mount *m)
     return false;
 }
 
-static int add_mount(struct brig_spec *spec, const char *dest, const char *type, const char *source,
-                     const char *const *options)
+int brig_profile_add_mount(struct brig_spec *spec, const char *dest, const char *type,
+                           const char *source, const char *const *options)
 {
+    struct brig_mount *bigger = realloc(spec->mounts, (spec->n_mounts + 1) * sizeof *bigger);
+    if (bigger == NULL)
+        return -1;
+    spec->mounts = bigger;
     struct brig_mount *m = &spec->mounts[spec->n_mounts];
     *m = (struct brig_mount){ 0 };
     spec->n_mounts++;
@@ -443,10 +458,6 @@ static int apply_mounts(struct brig_spec *spec, const struct brig_profile_settin
             spec->mounts[kept++] = *m;
     }
     spec->n_mounts = kept;
-    struct brig_mount *bigger = realloc(spec->mounts, (kept + 7) * sizeof *bigger);
-    if (bigger == NULL)
-        return -1;
-    spec->mounts = bigger;
     static const char *const tmp[] = { "nosuid", "nodev", "mode=1777", "size=512m", NULL };
     static const char *const run[] = { "nosuid", "nodev", "noexec", "mode=0755", "size=64m", NULL };
     static const char *const home[] = { "nosuid",   "nodev",     "mode=0700", "uid=1000",
@@ -456,15 +467,17 @@ static int apply_mounts(struct brig_spec *spec, const struct brig_profile_settin
     cleanup_free char *data_source = NULL;
     if (asprintf(&data_source, "%s/data", s->data_dir) < 0)
         return -1;
-    if (add_mount(spec, "/tmp", "tmpfs", "tmpfs", tmp) < 0
-        || add_mount(spec, "/run", "tmpfs", "tmpfs", run) < 0
-        || add_mount(spec, BRIG_SANDBOX_HOME, "tmpfs", "tmpfs", home) < 0
-        || add_mount(spec, BRIG_SANDBOX_DATA, "bind", data_source, data) < 0
-        || add_mount(spec, BRIG_SANDBOX_INIT, "bind", s->init_path, ro) < 0)
+    if (brig_profile_add_mount(spec, "/tmp", "tmpfs", "tmpfs", tmp) < 0
+        || brig_profile_add_mount(spec, "/run", "tmpfs", "tmpfs", run) < 0
+        || brig_profile_add_mount(spec, BRIG_SANDBOX_HOME, "tmpfs", "tmpfs", home) < 0
+        || brig_profile_add_mount(spec, BRIG_SANDBOX_DATA, "bind", data_source, data) < 0
+        || brig_profile_add_mount(spec, BRIG_SANDBOX_INIT, "bind", s->init_path, ro) < 0)
         return -1;
-    if (s->init_config && add_mount(spec, BRIG_SANDBOX_INIT_CONF, "bind", s->init_config, ro) < 0)
+    if (s->init_config
+        && brig_profile_add_mount(spec, BRIG_SANDBOX_INIT_CONF, "bind", s->init_config, ro) < 0)
         return -1;
-    if (s->ca_bundle && add_mount(spec, BRIG_SANDBOX_CA_BUNDLE, "bind", s->ca_bundle, ro) < 0)
+    if (s->ca_bundle
+        && brig_profile_add_mount(spec, BRIG_SANDBOX_CA_BUNDLE, "bind", s->ca_bundle, ro) < 0)
         return -1;
     return 0;
 }

@@ -26,6 +26,7 @@
 #define BRIG_SANDBOX_DATA "/mnt/data"
 #define BRIG_SANDBOX_INIT "/usr/sbin/brig-init" /* mount point the rootfs provides */
 #define BRIG_SANDBOX_INIT_CONF "/etc/brig/init.conf"
+#define BRIG_POD_INIT "/dev/.brig-init" /* where a pod's container has brig-init */
 #define BRIG_SANDBOX_JEMALLOC "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
 #define BRIG_SANDBOX_MALLOC_CONF \
     "narenas:1,background_thread:true,lg_tcache_max:10,dirty_decay_ms:5000,muzzy_decay_ms:5000"
@@ -124,6 +125,8 @@ int brig_profile_impose_exec(struct brig_process *p, const struct brig_process *
  * namespaces stay as CRI made them, and what the profile hardens is the
  * process, the root and the limits (sandbox/profile_pod.c). */
 bool brig_profile_is_pod_container(const struct brig_spec *spec);
+/* One of the pod's own containers, not its pause container. */
+bool brig_profile_is_pod_app(const struct brig_spec *spec);
 
 /* Whether a mount is a bind (type `bind`, or a `bind`/`rbind` option). */
 bool brig_profile_mount_is_bind(const struct brig_mount *m);

@@ -12,6 +12,12 @@
 int brig_profile_drop_privileges(struct brig_process *p, uint32_t uid, uint32_t gid);
 /* item appended unless s has it. -1 on out-of-memory. */
 int brig_profile_strv_add_unique(struct brig_strv *s, const char *item);
+/* A mount appended to the spec's. -1 on out-of-memory. */
+int brig_profile_add_mount(struct brig_spec *spec, const char *dest, const char *type,
+                           const char *source, const char *const *options);
+/* `front` (NULL-terminated) put before the process's args. -1 on
+ * out-of-memory. */
+int brig_profile_prepend_args(struct brig_process *p, const char *const *front);
 /* The runtime's default masked and read-only paths, added to the spec's. */
 int brig_profile_add_default_paths(struct brig_linux *l);
 

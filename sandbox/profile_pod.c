@@ -21,12 +21,23 @@
 
 #define CRI_CONTAINER_TYPE "io.kubernetes.cri.container-type"
 
-bool brig_profile_is_pod_container(const struct brig_spec *spec)
+static const char *container_type(const struct brig_spec *spec)
 {
     for (size_t i = 0; i < spec->annotations.n; i++)
         if (strcmp(spec->annotations.items[i].key, CRI_CONTAINER_TYPE) == 0)
-            return true;
-    return false;
+            return spec->annotations.items[i].value;
+    return NULL;
+}
+
+bool brig_profile_is_pod_container(const struct brig_spec *spec)
+{
+    return container_type(spec) != NULL;
+}
+
+bool brig_profile_is_pod_app(const struct brig_spec *spec)
+{
+    const char *type = container_type(spec);
+    return type && strcmp(type, "sandbox") != 0;
 }
 
 /* The image's user unless it is root; no supplementary root group. */
@@ -60,24 +71,28 @@ static bool has_mount_at(const struct brig_spec *spec, const char *dest)
 /* A writable /tmp over the read-only root, unless the pod mounts one. */
 static int add_tmp(struct brig_spec *spec)
 {
+    static const char *const opts[] = { "nosuid", "nodev", "mode=1777", "size=512m", NULL };
     if (has_mount_at(spec, "/tmp"))
         return 0;
-    struct brig_mount *bigger = realloc(spec->mounts, (spec->n_mounts + 1) * sizeof *bigger);
-    if (bigger == NULL)
+    return brig_profile_add_mount(spec, "/tmp", "tmpfs", "tmpfs", opts);
+}
+
+/* brig-init in front of the command of a container with a pid namespace
+ * of its own (not the pause container, which is an init itself, nor one
+ * sharing the pod's processes): PID 1 reaps what the program leaves and
+ * passes signals on. Static, it runs in any image; it is bound where the
+ * pod's /dev is (a tmpfs), and reads no services file. */
+static int add_init(struct brig_spec *spec, const struct brig_profile_settings *s)
+{
+    static const char *const ro[] = { "bind", "ro", "nosuid", "nodev", NULL };
+    static const char *const front[] = { BRIG_POD_INIT, "--config", "/dev/null", "--", NULL };
+    const struct brig_namespace *pid = brig_spec_namespace(spec, BRIG_NS_PID);
+    if (s->init_path == NULL || !brig_profile_is_pod_app(spec) || pid == NULL || pid->path
+        || spec->process->args.n == 0 || strcmp(spec->process->args.v[0], BRIG_POD_INIT) == 0)
+        return 0;
+    if (brig_profile_add_mount(spec, BRIG_POD_INIT, "bind", s->init_path, ro) < 0)
         return -1;
-    spec->mounts = bigger;
-    struct brig_mount *m = &bigger[spec->n_mounts++];
-    *m = (struct brig_mount){ 0 };
-    static const char *const opts[] = { "nosuid", "nodev", "mode=1777", "size=512m" };
-    m->destination = strdup("/tmp");
-    m->type = strdup("tmpfs");
-    m->source = strdup("tmpfs");
-    if (!m->destination || !m->type || !m->source)
-        return -1;
-    for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
-        if (brig_profile_strv_add_unique(&m->options, opts[i]) < 0)
-            return -1;
-    return 0;
+    return brig_profile_prepend_args(spec->process, front);
 }
 
 /* The pod's namespaces as CRI gave them (joined by path or new), and a
@@ -138,8 +153,9 @@ int brig_profile_apply_pod(struct brig_spec *spec, const struct brig_profile_set
     if (spec->root == NULL)
         return brig_error_set(err, 0, "sandbox profile: the pod's container has no root");
     spec->root->readonly = true;
-    if (pod_identity(spec->process) < 0 || add_tmp(spec) < 0 || add_cgroup_ns(spec->linux_) < 0
-        || default_limits(spec->linux_, s) < 0 || brig_profile_add_default_paths(spec->linux_) < 0)
+    if (pod_identity(spec->process) < 0 || add_tmp(spec) < 0 || add_init(spec, s) < 0
+        || add_cgroup_ns(spec->linux_) < 0 || default_limits(spec->linux_, s) < 0
+        || brig_profile_add_default_paths(spec->linux_) < 0)
         return brig_error_set(err, ENOMEM, "sandbox profile");
     if (brig_profile_userns_auto(s) && ids_outside(&spec->process->user, err))
         return -1;

@@ -163,10 +163,12 @@ static void on_oom(void *data, const char *id)
 
 /* What a runtime options file (CRI's ConfigPath, `ctr
  * --runtime-config-path`) says, in the TOML of containerd's runtime
- * options: `profile = "NAME"` and `SystemdCgroup = true`. */
+ * options: `profile = "NAME"`, `SystemdCgroup = true` and `userns =
+ * "host"`. */
 struct runtime_config {
     char *profile;
     bool systemd_cgroup;
+    bool userns_host; /* userns = "host" */
 };
 
 static void read_runtime_config(const char *path, struct runtime_config *out)
@@ -181,6 +183,8 @@ static void read_runtime_config(const char *path, struct runtime_config *out)
             out->profile = strdup(name);
         if (sscanf(line, " SystemdCgroup = %7[a-z]", value) == 1)
             out->systemd_cgroup = strcmp(value, "true") == 0;
+        if (sscanf(line, " userns = \"%7[a-z]\"", value) == 1)
+            out->userns_host = strcmp(value, "host") == 0;
     }
 }
 
@@ -264,6 +268,7 @@ static void h_create(struct ttrpc_call *call, const uint8_t *payload, size_t len
         .n_mounts = req->n_rootfs,
         .profile = profile,
         .systemd_cgroup = opts.systemd_cgroup,
+        .userns_host = opts.userns_host,
     };
     brig_error_t err = NULL;
     pid_t pid = 0;

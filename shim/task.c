@@ -278,12 +278,20 @@ static int do_create(void *arg, brig_error_t *err)
         .stdio = s->stdio,
     };
     struct brig_bundle b;
-    struct brig_profile_settings use = { 0 };
+    struct brig_profile_settings use = { 0 }, given = { 0 };
     int r = brig_bundle_load(s->c->bundle, &b, err);
     copts.config = &b;
+    /* The runtime options' settings (a user namespace or not), for a
+     * container the profile applies to. */
+    bool own = r == 0 && s->c->userns_host
+               && (s->c->profile || brig_profile_requested(b.spec, err) > 0);
+    brig_error_release(err);
+    if (own && (r = brig_profile_settings_default(&given, err)) == 0)
+        r = brig_sandbox_setting(&given, "userns", "userns", BRIG_USERNS_HOST, false, err);
     /* The runtime options' profile, or the bundle's annotation. */
     if (r == 0)
-        r = brig_sandbox_prepare(&copts, s->c->profile, NULL, &use, err);
+        r = brig_sandbox_prepare(&copts, s->c->profile, own ? &given : NULL, &use, err);
+    brig_profile_settings_clear(&given);
     if (r == 0)
         r = brig_container_create(&copts, &s->p->pid, err);
     brig_bundle_clear(&b);
@@ -351,6 +359,7 @@ int shim_task_create(struct shim_tasks *t, const struct shim_create_opts *o, pid
     if (c == NULL || (c->id = strdup(o->id)) == NULL || (c->bundle = strdup(o->bundle)) == NULL
         || (o->profile && (c->profile = strdup(o->profile)) == NULL)
         || (c->systemd_cgroup = o->systemd_cgroup, false)
+        || (c->userns_host = o->userns_host, false)
         || (c->procs = new_proc(c, "", &o->io)) == NULL) {
         if (c)
             free_ctr(t, c);

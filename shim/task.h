@@ -74,6 +74,7 @@ struct shim_create_opts {
     size_t n_mounts;
     const char *profile; /* NULL or "sandbox" */
     bool systemd_cgroup; /* the cgroup through systemd (SystemdCgroup) */
+    bool userns_host;    /* the sandbox profile without a user namespace */
 };
 
 struct shim_exit {

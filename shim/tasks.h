@@ -36,6 +36,7 @@ struct ctr {
     char *rootfs;        /* mounted here from the Mount list; NULL if not */
     char *profile;       /* "sandbox" when the runtime options ask for it, else NULL */
     bool systemd_cgroup; /* SystemdCgroup in the runtime options */
+    bool userns_host;    /* userns = "host" there: a sandboxed pod without one */
     struct proc *procs;  /* the init first */
     bool paused;
     bool state_gone; /* a checkpoint with exit removed libcontainer's state */

@@ -169,6 +169,25 @@ static bool all_enabled(const char *dir, const char *const *needed)
     return true;
 }
 
+/* The controllers a new cgroup gets where its parents have them, asked for
+ * or not, as runc gives them: their statistics (a pod's memory use) and a
+ * later update's limits need their files. */
+static const char *const usual[] = { "cpu", "io", "memory", "pids", NULL };
+
+/* What of `usual` is available in dir and not yet enabled, enabled; best
+ * effort (a cgroup with processes of its own can't delegate). */
+static void enable_usual(int dfd, const char *controllers, const char *subtree)
+{
+    char line[64] = "";
+    for (size_t i = 0; usual[i]; i++)
+        if (has_word(controllers, usual[i]) && !has_word(subtree, usual[i]))
+            snprintf(line + strlen(line), sizeof line - strlen(line), "%s+%s", *line ? " " : "",
+                     usual[i]);
+    cleanup_close int fd = *line ? openat(dfd, "cgroup.subtree_control", O_WRONLY | O_CLOEXEC) : -1;
+    if (fd >= 0)
+        (void) brig_write_all(fd, line, strlen(line));
+}
+
 static int enable_in(const char *dir, const char *const *needed, const struct brig_resources *r,
                      bool fast, brig_error_t *err)
 {
@@ -176,7 +195,7 @@ static int enable_in(const char *dir, const char *const *needed, const struct br
      * lock or write. A write that shows here may still be making its
      * files in the children, but the container's own cgroup is made only
      * after this, and mkdir waits for that write to finish. */
-    if (fast && all_enabled(dir, needed))
+    if (fast && all_enabled(dir, needed) && all_enabled(dir, usual))
         return 0;
     cleanup_free char *controllers = NULL, *subtree = NULL;
     cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -206,6 +225,8 @@ static int enable_in(const char *dir, const char *const *needed, const struct br
             snprintf(line + strlen(line), sizeof line - strlen(line), "%s+%s", *line ? " " : "",
                      needed[i]);
     }
+    if (fast)
+        enable_usual(dfd, controllers, subtree);
     if (*line == '\0')
         return 0;
     cleanup_close int fd = openat(dfd, "cgroup.subtree_control", O_WRONLY | O_CLOEXEC);
@@ -225,12 +246,13 @@ static int enable_in(const char *dir, const char *const *needed, const struct br
 /* Delegates the controllers from the root down to the cgroup's parent, so
  * the cgroup itself has their files. `leaf_is_new`: the cgroup is made
  * after this returns (create), so a controller seen enabled needs no lock
- * (enable_in); otherwise (update, or a cgroup that was there) every level
- * is locked and checked. */
+ * (enable_in), and the usual ones come too where they can; otherwise
+ * (update, or a cgroup that was there) every level is locked and
+ * checked. */
 static int enable_controllers(const char *root, const char *relative, const char *const *needed,
                               const struct brig_resources *r, bool leaf_is_new, brig_error_t *err)
 {
-    if (needed[0] == NULL)
+    if (needed[0] == NULL && !leaf_is_new)
         return 0;
     size_t depth = path_depth(relative);
     for (size_t d = 0; d < depth; d++) {

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,8 +28,9 @@ static const char usage[] =
 
 static const char help[] =
     "A small init for brig sandboxes: reaps zombies, forwards SIGTERM, SIGINT and\n"
-    "SIGHUP, runs the services of its configuration ([program:NAME] sections)\n"
-    "with restarts and rotated logs.\n"
+    "SIGHUP (and SIGQUIT, SIGUSR1, SIGUSR2 and SIGWINCH to COMMAND alone), runs\n"
+    "the services of its configuration ([program:NAME] sections) with restarts\n"
+    "and rotated logs.\n"
     "\n"
     "With COMMAND it runs it as the main program and exits with its status\n"
     "(128+N when killed by signal N) once the services are stopped. Without\n"
@@ -124,10 +126,20 @@ static void begin_stop(struct init *in, int64_t now)
     signal_adopted(in, SIGTERM);
 }
 
+/* Signals for the main program alone, as a shell or tini would pass
+ * them on (a stop signal of the image's own, SIGQUIT, reloads, window
+ * sizes); the services are not told. */
+static bool passed_on(int sig)
+{
+    return sig == SIGQUIT || sig == SIGUSR1 || sig == SIGUSR2 || sig == SIGWINCH;
+}
+
 static void forward(struct init *in, int sig, int64_t now)
 {
     if (in->main_pid > 0)
         kill(in->main_pid, sig);
+    if (passed_on(sig))
+        return;
     if (sig == SIGHUP) {
         for (size_t i = 0; i < in->n_svcs; i++)
             service_signal(&in->svcs[i], sig);
@@ -325,7 +337,7 @@ static int take_signals(void)
     sigset_t mask;
     sigemptyset(&mask);
     for (int sig = 1; sig < NSIG; sig++)
-        if (sig == SIGCHLD || sig == SIGTERM || sig == SIGINT || sig == SIGHUP)
+        if (sig == SIGCHLD || sig == SIGTERM || sig == SIGINT || sig == SIGHUP || passed_on(sig))
             sigaddset(&mask, sig);
     if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0) {
         fprintf(stderr, "brig-init: sigprocmask: %s\n", strerror(errno));

@@ -56,6 +56,7 @@ cri_plugins_toml() {
 	grep -v '^[[:space:]]*SystemdCgroup' "$BATS_TEST_DIRNAME/../../contrib/containerd/shim-sandbox.toml" \
 		>"$CTRD_DIR/shim-sandbox.toml"
 	echo "SystemdCgroup = $sd" >>"$CTRD_DIR/shim-sandbox.toml"
+	{ cat "$CTRD_DIR/shim-sandbox.toml"; echo 'userns = "host"'; } >"$CTRD_DIR/shim-sandbox-hostids.toml"
 	echo "SystemdCgroup = $sd" >"$CTRD_DIR/shim.toml"
 	cat >"$out" <<-EOF
 		[$sect]
@@ -90,6 +91,11 @@ cri_plugins_toml() {
 		      [$sect.containerd.runtimes.brig-sandbox.options]
 		        TypeUrl = "io.containerd.brig.v1.Options"
 		        ConfigPath = "$CTRD_DIR/shim-sandbox.toml"
+		    [$sect.containerd.runtimes.brig-sandbox-hostids]
+		      runtime_type = "io.containerd.brig.v2"
+		      [$sect.containerd.runtimes.brig-sandbox-hostids.options]
+		        TypeUrl = "io.containerd.brig.v1.Options"
+		        ConfigPath = "$CTRD_DIR/shim-sandbox-hostids.toml"
 		  [$sect.cni]
 		    bin_dir = "$CRI_CNI_BIN"
 		    conf_dir = "$CTRD_DIR/cni/net.d"

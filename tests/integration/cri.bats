@@ -226,6 +226,34 @@ pod_lifecycle() {
 	[ "$(container_state "$cid")" = CONTAINER_RUNNING ]
 }
 
+# pod_memory_limit BYTES: the memory limit of the pod's cgroup, written as
+# the kubelet writes a pod's (on v1, in the memory hierarchy).
+pod_memory_limit() {
+	if cgroup_is_v1; then
+		echo "$1" >"/sys/fs/cgroup/memory$POD_CGROUP/memory.limit_in_bytes"
+	else
+		echo "$1" >"/sys/fs/cgroup$POD_CGROUP/memory.max"
+	fi
+}
+
+@test "cri: limits hold: over its own memory limit a container is OOMKilled, and over its pod's" {
+	run_pod oompod
+	# 100 MB into one shell variable, in 32 MiB.
+	hog='x=$(head -c 100000000 /dev/zero | tr "\\0" x); echo survived'
+	cid=$(CONTAINER_EXTRA='{"linux": {"resources": {"memory_limit_in_bytes": 33554432}}}' run_container own sh -c "$hog")
+	wait_for_container_state "$cid" CONTAINER_EXITED
+	out=$(container_request ContainerStatus "$cid")
+	jq -e '.status.reason == "OOMKilled" and .status.exit_code == 137' <<<"$out" >/dev/null ||
+		fail "over its own limit: $out"
+	# The pod's cgroup bounds a container that sets no limit of its own.
+	pod_memory_limit 50331648
+	cid=$(run_container unbounded sh -c "$hog")
+	wait_for_container_state "$cid" CONTAINER_EXITED
+	out=$(container_request ContainerStatus "$cid")
+	jq -e '.status.reason == "OOMKilled" and .status.exit_code == 137' <<<"$out" >/dev/null ||
+		fail "over the pod's limit: $out"
+}
+
 @test "cri: StopContainer with a timeout: SIGTERM handled, exit 0, EXITED; ignored, SIGKILL at the timeout" {
 	run_pod pod6
 	graceful=$(run_container graceful sh -c 'trap "exit 0" TERM; while :; do sleep 0.1; done')
@@ -363,13 +391,28 @@ sandboxed_pod_container() {
 	out=$(exec_sync "$cid" sh -c 'cat /vol/token && echo made >/vol/made && stat -c "%u:%g" /vol/token /vol')
 	[ "$(jq -r .stdout <<<"$out" | tr -s '\n' ' ')" = "s3cret 0:2000 0:2000 " ] || fail "the volume inside: $out"
 	[ "$(stat -c %u:%g "$vol/made")" = 1000:2000 ] || fail "a file made in the volume: $(stat -c %u:%g "$vol/made") on the host"
+
+	# brig-init is the container's PID 1, the command its child: a zombie
+	# is reaped, and SIGTERM reaches the command, which sleep as PID 1
+	# would ignore until the SIGKILL at the timeout.
+	out=$(exec_sync "$cid" sh -c 'tr "\0" " " </proc/1/cmdline; echo; sh -c "sleep 0.1 & exec true"; sleep 0.5
+		grep -l "^State:.*Z" /proc/[0-9]*/status 2>/dev/null | wc -l')
+	[ "$(jq -r .stdout <<<"$out" | tr -s '\n' '|')" = "/dev/.brig-init --config /dev/null -- sleep 1000 |0|" ] ||
+		fail "PID 1 and zombies: $out"
+	start=$(date +%s%N)
+	container_request StopContainer "$cid" '{"timeout": 30}' >/dev/null
+	took=$((($(date +%s%N) - start) / 1000000))
+	out=$(container_request ContainerStatus "$cid")
+	[ "$took" -lt 10000 ] && [ "$(jq .status.exit_code <<<"$out")" -eq 143 ] ||
+		fail "StopContainer took $took ms: $out"
 }
 
-# sandbox_leftovers: the binds and roots of sandboxed containers still
-# mounted, and the user namespace ranges held.
+# sandbox_leftovers: the binds and roots of containers' private dirs still
+# mounted, and the user namespace ranges those dirs hold.
 sandbox_leftovers() {
-	grep -c " /var/lib/brig/sandboxes/.containers/" /proc/self/mountinfo
-	find /var/lib/brig/idranges -maxdepth 1 -type f 2>/dev/null | wc -l
+	grep -c " /var/lib/brig/sandboxes/.containers/" /proc/self/mountinfo || true
+	find /var/lib/brig/idranges -maxdepth 1 -type f -exec sed -n 2p {} + 2>/dev/null |
+		grep -c "^/var/lib/brig/sandboxes/.containers/" || true
 }
 
 @test "cri: handler brig-sandbox: its options file (ConfigPath) reaches the shim, the sandbox profile applies" {
@@ -382,6 +425,22 @@ sandbox_leftovers() {
 	pod_request RemovePodSandbox >/dev/null
 	# The pod's range and every bind of its containers go with it.
 	[ "$(sandbox_leftovers)" = "$before" ] || fail "left: $(grep " /var/lib/brig/sandboxes/.containers/" /proc/self/mountinfo)"
+}
+
+@test "cri: userns = \"host\" in the options file: a sandboxed pod with the host's ids, no id-mapped mount" {
+	[ "$CRI_HANDLER" != runc ] || skip "brig-specific: the sandbox profile"
+	before=$(sandbox_leftovers)
+	run_pod hostids brig-sandbox-hostids
+	cid=$(run_container sb sleep 1000)
+	pause=$(ctrd_task_pid "$POD_ID")
+	pid=$(container_info_pid "$cid")
+	for p in "$pause" "$pid"; do
+		[ "$(readlink "/proc/$p/ns/user")" = "$(readlink /proc/self/ns/user)" ] || fail "pid $p has a user namespace"
+		[ "$(awk '/^Uid:/ { print $2 }' "/proc/$p/status")" = 1000 ] || fail "pid $p: $(grep Uid "/proc/$p/status")"
+	done
+	out=$(exec_sync "$cid" sh -c 'grep -E "^(CapEff|NoNewPrivs|Seccomp):" /proc/self/status; touch /probe 2>/dev/null && echo root-writable')
+	[ "$(jq -r .stdout <<<"$out" | tr -s '\t\n' '  ')" = "CapEff: 0000000000000000 NoNewPrivs: 1 Seccomp: 2 " ] || fail "ExecSync: $out"
+	[ "$(sandbox_leftovers)" = "$before" ] || fail "a private dir's mount or range for a pod without a user namespace"
 }
 
 @test "cri: handler brig, a pod annotated run.brig.profile=sandbox (pod_annotations): sandboxed the same way" {

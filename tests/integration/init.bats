@@ -168,6 +168,31 @@ TERM" ]
 	[ "$STATUS" -eq 4 ]
 }
 
+@test "QUIT, USR1, USR2 and WINCH reach the main program alone and stop nothing (PID 1)" {
+	export T
+	cat >"$T/init.conf" <<-EOF
+		[program:svc]
+		command=sh -c 'trap "echo svc >>$T/got" QUIT USR1; echo up >$T/svc-up; while :; do sleep 0.05; done'
+	EOF
+	start_bg pid1 "$T/ready" --config "$T/init.conf" -- sh -c 'for s in USR1 USR2 WINCH; do trap "echo $s >>$T/got" $s; done
+		trap "echo QUIT >>$T/got; exit 5" QUIT; echo ready >$T/ready; while :; do sleep 0.05; done'
+	wait_for "$T/svc-up"
+	for s in USR1 USR2 WINCH; do
+		kill -"$s" "$BG"
+		for _ in $(seq 1 100); do
+			grep -qx "$s" "$T/got" 2>/dev/null && break
+			sleep 0.05
+		done
+	done
+	[ "$(cat "$T/got")" = "USR1
+USR2
+WINCH" ] || fail "got: $(cat "$T/got")"
+	# An image whose stop signal is QUIT: the program exits, and init with it.
+	stop_bg QUIT
+	[ "$STATUS" -eq 5 ]
+	run ! grep -x svc "$T/got"
+}
+
 @test "a service starts, as the configured user, with the environment" {
 	cat >"$T/init.conf" <<-EOF
 		[program:who]

@@ -6,6 +6,7 @@
 #   tests/integration/run.sh                     # every *.bats file
 #   tests/integration/run.sh run.bats kill.bats  # some of them
 #   BRIG=/usr/sbin/runc tests/integration/run.sh # validate the tests on runc
+#   BRIG_TEST_FILTER=REGEX tests/integration/run.sh cri.bats  # the tests it names
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -49,6 +50,9 @@ trap 'rm -f "$tap"' EXIT
 # tests that send them would wait for ever: bats starts with the defaults.
 # stdin is /dev/null: a closed one (as CI may hand over) would be the first
 # fd a test's program opens, and script(1) would take its pty for stdin.
+if [ -n "${BRIG_TEST_FILTER:-}" ]; then
+	set -- --filter "$BRIG_TEST_FILTER" "$@"
+fi
 env --default-signal bats --tap "$@" >"$tap" 2>&1 </dev/null
 bats_status=$?
 cat "$tap"

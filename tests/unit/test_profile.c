@@ -426,9 +426,24 @@ static void test_pod(void)
     CHECK(spec->linux_->resources->has_pids_limit && spec->linux_->resources->pids_limit == s.pids,
           "the profile's pids limit where the pod sets none");
     CHECK(has(&spec->linux_->masked_paths, "/proc/kcore"), "the runtime's masked paths");
-    CHECK(strcmp(spec->process->cwd, "/app") == 0 && spec->process->args.n == 1
+    CHECK(strcmp(spec->process->cwd, "/app") == 0 && spec->process->args.n == 5
+              && strcmp(spec->process->args.v[4], "server") == 0
               && env_get(spec->process, "LD_PRELOAD") == NULL,
           "the image's command, directory and environment stay");
+    const struct brig_mount *init = mount_at(spec, BRIG_POD_INIT, &n);
+    CHECK(init && n == 1 && strcmp(init->source, s.init_path) == 0
+              && strcmp(spec->process->args.v[0], BRIG_POD_INIT) == 0
+              && strcmp(spec->process->args.v[3], "--") == 0,
+          "brig-init in front of the command, bound from the host");
+    struct brig_spec *pause = load(pod_bundle);
+    if (pause) {
+        free(pause->annotations.items[0].value);
+        pause->annotations.items[0].value = strdup("sandbox");
+        CHECK(brig_profile_apply(pause, &s, seccomp(), &err) == 0 && pause->process->args.n == 1
+                  && mount_at(pause, BRIG_POD_INIT, &n) == NULL,
+              "not in front of the pause container, an init itself");
+        brig_spec_free(pause);
+    }
     /* an image's own non-root user stays */
     spec->process->user.uid = 4242;
     spec->process->user.gid = 4343;
