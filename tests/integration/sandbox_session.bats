@@ -100,8 +100,10 @@ ms() {
 	[ "${lines[4]}" = '$ ' ]
 	running "$(info sh1 pid)"
 	# A session's process has no signal ignored or blocked of the holder's
-	# or its caller's (this one's caller ignores SIGINT and SIGQUIT).
-	(trap '' INT QUIT && ses start "$SX" sig -- sh -c 'grep -E "^Sig(Ign|Blk)" /proc/$$/status; sleep 100')
+	# or its caller's (this one's caller ignores SIGINT and SIGQUIT). It
+	# reads its own status, exec'd: dash blocks every signal around the
+	# vfork of a command, and a child reading dash's status could see that.
+	(trap '' INT QUIT && ses start "$SX" sig -- sh -c 'exec grep -E "^Sig(Ign|Blk)" /proc/self/status')
 	ENDS="$ENDS sig"
 	run ses read --until 'SigIgn.*' --wait 10s "$SX" sig
 	[ "${lines[0]}" = $'SigBlk:\t0000000000000000' ] || fail "blocked: $output"
