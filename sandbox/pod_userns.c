@@ -23,14 +23,6 @@
 
 #define CRI_SANDBOX_ID "io.kubernetes.cri.sandbox-id"
 
-static const char *annotation(const struct brig_spec *spec, const char *key)
-{
-    for (size_t i = 0; i < spec->annotations.n; i++)
-        if (strcmp(spec->annotations.items[i].key, key) == 0)
-            return spec->annotations.items[i].value;
-    return NULL;
-}
-
 static int set_host(struct brig_profile_settings *s, brig_error_t *err)
 {
     free(s->userns);
@@ -112,7 +104,7 @@ int brig_sandbox_pod_userns_prepare(const char *root, const char *bundle,
     if (!brig_profile_userns_auto(s))
         return 0;
     if (brig_profile_is_pod_app(spec)
-        && join_pause(root, annotation(spec, CRI_SANDBOX_ID), s, err) < 0)
+        && join_pause(root, brig_spec_annotation(spec, CRI_SANDBOX_ID), s, err) < 0)
         return -1;
     if (!brig_profile_userns_auto(s))
         return 0;

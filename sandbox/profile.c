@@ -200,16 +200,13 @@ int brig_profile_parse_cpus(const char *text, int64_t *milli)
 
 int brig_profile_requested(const struct brig_spec *spec, brig_error_t *err)
 {
-    for (size_t i = 0; i < spec->annotations.n; i++) {
-        const struct brig_kv *kv = &spec->annotations.items[i];
-        if (strcmp(kv->key, BRIG_PROFILE_ANNOTATION) != 0)
-            continue;
-        if (strcmp(kv->value, BRIG_PROFILE_SANDBOX) == 0)
-            return 1;
-        return brig_error_set(err, 0, "annotation %s: unknown profile `%s` (known: sandbox)",
-                              BRIG_PROFILE_ANNOTATION, kv->value);
-    }
-    return 0;
+    const char *profile = brig_spec_annotation(spec, BRIG_PROFILE_ANNOTATION);
+    if (profile == NULL)
+        return 0;
+    if (strcmp(profile, BRIG_PROFILE_SANDBOX) == 0)
+        return 1;
+    return brig_error_set(err, 0, "annotation %s: unknown profile `%s` (known: sandbox)",
+                          BRIG_PROFILE_ANNOTATION, profile);
 }
 
 static int strv_from(struct brig_strv *to, const char *const *items)

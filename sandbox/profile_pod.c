@@ -21,22 +21,14 @@
 
 #define CRI_CONTAINER_TYPE "io.kubernetes.cri.container-type"
 
-static const char *container_type(const struct brig_spec *spec)
-{
-    for (size_t i = 0; i < spec->annotations.n; i++)
-        if (strcmp(spec->annotations.items[i].key, CRI_CONTAINER_TYPE) == 0)
-            return spec->annotations.items[i].value;
-    return NULL;
-}
-
 bool brig_profile_is_pod_container(const struct brig_spec *spec)
 {
-    return container_type(spec) != NULL;
+    return brig_spec_annotation(spec, CRI_CONTAINER_TYPE) != NULL;
 }
 
 bool brig_profile_is_pod_app(const struct brig_spec *spec)
 {
-    const char *type = container_type(spec);
+    const char *type = brig_spec_annotation(spec, CRI_CONTAINER_TYPE);
     return type && strcmp(type, "sandbox") != 0;
 }
 

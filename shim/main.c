@@ -140,15 +140,9 @@ static int parse_flags(int argc, char **argv, struct flags *f)
 /* The shims of containers grouped in one pod share one socket. */
 static const char *group_key(const char *id, struct brig_spec *spec)
 {
-    if (!spec)
-        return id;
-    for (size_t i = 0; i < spec->annotations.n; i++)
-        if (strcmp(spec->annotations.items[i].key, GROUP_ANNOTATION) == 0)
-            return spec->annotations.items[i].value;
-    for (size_t i = 0; i < spec->annotations.n; i++)
-        if (strcmp(spec->annotations.items[i].key, SANDBOX_ANNOTATION) == 0)
-            return spec->annotations.items[i].value;
-    return id;
+    const char *group = brig_spec_annotation(spec, GROUP_ANNOTATION);
+    const char *sandbox = brig_spec_annotation(spec, SANDBOX_ANNOTATION);
+    return group ? group : sandbox ? sandbox : id;
 }
 
 /* containerd's name for the socket: the hash of address/namespace/key,

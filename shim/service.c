@@ -224,10 +224,8 @@ static char *create_profile(const Shimpb__CreateTaskRequest *req, struct runtime
         brig_error_release(&err);
         return NULL;
     }
-    char *p = NULL;
-    for (size_t i = 0; i < spec->annotations.n; i++)
-        if (strcmp(spec->annotations.items[i].key, PROFILE_ANNOTATION) == 0)
-            p = strdup(spec->annotations.items[i].value);
+    const char *asked = brig_spec_annotation(spec, PROFILE_ANNOTATION);
+    char *p = asked ? strdup(asked) : NULL;
     brig_spec_free(spec);
     return p;
 }

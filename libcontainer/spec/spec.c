@@ -659,3 +659,11 @@ void brig_spec_free(struct brig_spec *spec)
     brig_spec_free_linux(spec->linux_);
     free(spec);
 }
+
+const char *brig_spec_annotation(const struct brig_spec *spec, const char *key)
+{
+    for (size_t i = 0; spec && i < spec->annotations.n; i++)
+        if (strcmp(spec->annotations.items[i].key, key) == 0)
+            return spec->annotations.items[i].value;
+    return NULL;
+}

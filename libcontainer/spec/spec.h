@@ -417,6 +417,10 @@ int brig_seccomp_parse(const char *json, size_t len, const char *origin, struct 
                        brig_error_t *err);
 void brig_seccomp_free_spec(struct brig_seccomp *s);
 
+/* The value of annotation `key`, or NULL (the parser keeps each key once:
+ * a repeated one's last value). */
+const char *brig_spec_annotation(const struct brig_spec *spec, const char *key);
+
 /* The namespace of a type, or NULL when the spec doesn't ask for it. */
 const struct brig_namespace *brig_spec_namespace(const struct brig_spec *spec,
                                                  enum brig_ns_type type);
