@@ -139,8 +139,7 @@ static int bind_one(const char *source, bool dir, const char *target, int userns
         close(fd);
     if (brig_idmap_bind(source, target, userns, false, err) == 0)
         return 0;
-    int e = (*err)->errnum;
-    if (e != EINVAL && e != ENOSYS && e != EPERM)
+    if (!brig_idmap_unsupported((*err)->errnum))
         return -1;
     brig_error_release(err);
     if (mount(source, target, NULL, MS_BIND | MS_REC, NULL) < 0)
@@ -215,8 +214,7 @@ static int pod_tree(const struct brig_profile_settings *s, const struct brig_spe
     rmdir(scratch);
     if (r < 0) {
         rmdir(tree);
-        int e = (*err)->errnum;
-        if (e == EINVAL || e == ENOSYS || e == EPERM)
+        if (brig_idmap_unsupported((*err)->errnum))
             return brig_error_wrap(err, "the pod's root (without id-mapped mounts, set userns = "
                                         "\"host\" in the runtime's options file)");
         return brig_error_wrap(err, "the pod's root");
@@ -258,11 +256,8 @@ static int remove_mounted(const char *data_dir, const char *name, brig_error_t *
         if (de->d_name[0] == '.')
             continue;
         snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-        /* Detached: the pod's mount namespaces may still hold copies. */
-        while (umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
-            ;
-        if (errno != EINVAL && errno != ENOENT)
-            return brig_error_set(err, errno, "unmount `%s`", path);
+        if (brig_sandbox_unmount_all(path, err) < 0)
+            return -1;
         if (unlink(path) < 0 && (errno != EISDIR || rmdir(path) < 0) && errno != ENOENT)
             return brig_error_set(err, errno, "remove `%s`", path);
     }

@@ -173,17 +173,22 @@ static int tree_path(const char *data_dir, char **out, brig_error_t *err)
     return 0;
 }
 
+int brig_sandbox_unmount_all(const char *path, brig_error_t *err)
+{
+    /* Detached: a sandbox's mount namespace may still hold a copy, and
+     * the host's view goes now either way. */
+    while (umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
+        ;
+    if (errno != EINVAL && errno != ENOENT)
+        return brig_error_set(err, errno, "unmount `%s`", path);
+    return 0;
+}
+
 int brig_sandbox_tree_unmount(const char *data_dir, brig_error_t *err)
 {
     cleanup_free char *tree = NULL;
-    if (tree_path(data_dir, &tree, err) < 0)
+    if (tree_path(data_dir, &tree, err) < 0 || brig_sandbox_unmount_all(tree, err) < 0)
         return -1;
-    /* Detached: a sandbox's mount namespace may still hold a copy, and
-     * the host's view goes now either way. */
-    while (umount2(tree, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
-        ;
-    if (errno != EINVAL && errno != ENOENT)
-        return brig_error_set(err, errno, "unmount `%s`", tree);
     if (rmdir(tree) < 0 && errno != ENOENT)
         return brig_error_set(err, errno, "rmdir `%s`", tree);
     return 0;
@@ -203,8 +208,7 @@ int brig_sandbox_tree_mount(const struct brig_profile_settings *s, brig_error_t 
         return brig_error_wrap(err, "user namespace");
     if (brig_idmap_bind(s->rootfs, tree, userns, true, err) < 0) {
         rmdir(tree);
-        int e = (*err)->errnum;
-        if (e != EINVAL && e != ENOSYS && e != EPERM)
+        if (!brig_idmap_unsupported((*err)->errnum))
             return brig_error_wrap(err, "user namespace");
         cleanup_free char *why = strdup((*err)->msg);
         return brig_error_set(err, 0, "user namespace: %s; create with --userns host",

@@ -55,6 +55,10 @@ void brig_sandbox_user_on_host(const struct brig_profile_settings *s, uid_t *uid
  * the tree's file system can't map ids, names `--userns host`. */
 int brig_sandbox_tree_mount(const struct brig_profile_settings *s, brig_error_t *err);
 
+/* Every mount stacked on `path` detached; none, or no such path, is not
+ * an error. */
+int brig_sandbox_unmount_all(const char *path, brig_error_t *err);
+
 /* DATA_DIR/tree unmounted if mounted; a missing dir is not an error. */
 int brig_sandbox_tree_unmount(const char *data_dir, brig_error_t *err);
 

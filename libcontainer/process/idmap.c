@@ -103,7 +103,7 @@ int brig_idmap_bind(const char *source, const char *target, int userns_fd, bool 
     if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0) {
         int saved = errno;
         char type[32];
-        if (saved == EINVAL || saved == ENOSYS || saved == EPERM)
+        if (brig_idmap_unsupported(saved))
             return brig_error_set(err, saved,
                                   "id-mapped bind of `%s`: the kernel or its file system "
                                   "(type %s) cannot do id-mapped mounts",

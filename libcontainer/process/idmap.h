@@ -9,6 +9,7 @@
 #ifndef BRIG_IDMAP_H
 #define BRIG_IDMAP_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -25,8 +26,15 @@ int brig_userns_for_maps(const struct brig_id_mapping *uids, size_t n_uids,
  * through the user namespace `userns_fd`: a file owned by k on disk is
  * owned by the id k maps to. `readonly` makes the bind read-only (and
  * nosuid, nodev). Where the kernel or the source's file system can't map
- * ids, the error says so and errnum is EINVAL or ENOSYS. */
+ * ids, the error says so and brig_idmap_unsupported(errnum) holds. */
 int brig_idmap_bind(const char *source, const char *target, int userns_fd, bool readonly,
                     brig_error_t *err);
+
+/* Whether an id-mapped bind's errnum means the kernel or the file system
+ * can't map ids (EINVAL, ENOSYS, EPERM), not that the bind went wrong. */
+static inline bool brig_idmap_unsupported(int errnum)
+{
+    return errnum == EINVAL || errnum == ENOSYS || errnum == EPERM;
+}
 
 #endif
