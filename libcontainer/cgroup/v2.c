@@ -151,28 +151,55 @@ static int make_dirs(const char *root, const char *relative, size_t depth, size_
     return 0;
 }
 
-/* True when every needed controller shows in dir's cgroup.subtree_control. */
-static bool all_enabled(const char *dir, const char *const *needed)
-{
-    char path[PATH_MAX];
-    if ((size_t) snprintf(path, sizeof path, "%s/cgroup.subtree_control", dir) >= sizeof path)
-        return false;
-    cleanup_free char *subtree = NULL;
-    brig_error_t ignored = NULL;
-    if (brig_read_file(path, &subtree, NULL, &ignored) < 0) {
-        brig_error_release(&ignored);
-        return false;
-    }
-    for (size_t i = 0; needed[i]; i++)
-        if (!has_word(subtree, needed[i]))
-            return false;
-    return true;
-}
-
 /* The controllers a new cgroup gets where its parents have them, asked for
  * or not, as runc gives them: their statistics (a pod's memory use) and a
  * later update's limits need their files. */
 static const char *const usual[] = { "cpu", "io", "memory", "pids", NULL };
+
+/* dir's file `name`, or NULL. */
+static char *read_in(const char *dir, const char *name)
+{
+    char path[PATH_MAX];
+    char *text = NULL;
+    brig_error_t ignored = NULL;
+    if ((size_t) snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
+        return NULL;
+    if (brig_read_file(path, &text, NULL, &ignored) < 0) {
+        brig_error_release(&ignored);
+        return NULL;
+    }
+    return text;
+}
+
+/* True when every needed controller, and each usual one dir has, shows in
+ * dir's cgroup.subtree_control: one read in the usual case, a second only
+ * where a usual controller is not enabled (is it there at all?). */
+static bool all_enabled(const char *dir, const char *const *needed)
+{
+    cleanup_free char *subtree = read_in(dir, "cgroup.subtree_control"), *controllers = NULL;
+    if (subtree == NULL)
+        return false;
+    for (size_t i = 0; needed[i]; i++)
+        if (!has_word(subtree, needed[i]))
+            return false;
+    for (size_t i = 0; usual[i]; i++) {
+        if (has_word(subtree, usual[i]))
+            continue;
+        if (controllers == NULL && (controllers = read_in(dir, "cgroup.controllers")) == NULL)
+            return false;
+        if (has_word(controllers, usual[i]))
+            return false;
+    }
+    return true;
+}
+
+/* "+name" appended to a cgroup.subtree_control line, after a blank if it
+ * has words already. */
+static void add_word(char *line, size_t size, const char *name)
+{
+    size_t used = strlen(line);
+    snprintf(line + used, size - used, "%s+%s", used ? " " : "", name);
+}
 
 /* What of `usual` is available in dir and not yet enabled, enabled; best
  * effort (a cgroup with processes of its own can't delegate). */
@@ -181,8 +208,7 @@ static void enable_usual(int dfd, const char *controllers, const char *subtree)
     char line[64] = "";
     for (size_t i = 0; usual[i]; i++)
         if (has_word(controllers, usual[i]) && !has_word(subtree, usual[i]))
-            snprintf(line + strlen(line), sizeof line - strlen(line), "%s+%s", *line ? " " : "",
-                     usual[i]);
+            add_word(line, sizeof line, usual[i]);
     cleanup_close int fd = *line ? openat(dfd, "cgroup.subtree_control", O_WRONLY | O_CLOEXEC) : -1;
     if (fd >= 0)
         (void) brig_write_all(fd, line, strlen(line));
@@ -195,7 +221,7 @@ static int enable_in(const char *dir, const char *const *needed, const struct br
      * lock or write. A write that shows here may still be making its
      * files in the children, but the container's own cgroup is made only
      * after this, and mkdir waits for that write to finish. */
-    if (fast && all_enabled(dir, needed) && all_enabled(dir, usual))
+    if (fast && all_enabled(dir, needed))
         return 0;
     cleanup_free char *controllers = NULL, *subtree = NULL;
     cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -222,8 +248,7 @@ static int enable_in(const char *dir, const char *const *needed, const struct br
                                   dir, needed[i], by);
         }
         if (!has_word(subtree, needed[i]))
-            snprintf(line + strlen(line), sizeof line - strlen(line), "%s+%s", *line ? " " : "",
-                     needed[i]);
+            add_word(line, sizeof line, needed[i]);
     }
     if (fast)
         enable_usual(dfd, controllers, subtree);
