@@ -56,7 +56,8 @@ static int parse_realtime(const char *name, int *out)
 int brig_signal_parse(const char *text, int *out, brig_error_t *err)
 {
     if (text != NULL && isdigit((unsigned char) text[0])) {
-        if (parse_number(text, out) == 0 && *out > 0)
+        /* 0: no signal, a check that the process is there (kill(2)) */
+        if (parse_number(text, out) == 0 && *out >= 0)
             return 0;
         return brig_error_set(err, 0, "unknown signal `%s`", text);
     }

@@ -4,7 +4,8 @@
 
 #include "base/error.h"
 
-/* "TERM", "SIGTERM", "sigterm", "15", "RTMIN+2" → the number. */
+/* "TERM", "SIGTERM", "sigterm", "15", "RTMIN+2" → the number; "0" is 0
+ * (no signal: kill(2)'s check that a process is there). */
 int brig_signal_parse(const char *text, int *out, brig_error_t *err);
 
 /* Every signal's disposition back to its default, the two libc keeps for

@@ -283,9 +283,11 @@ static int signal_container(const struct brig_state *st, int sig, bool all, brig
         return -1;
     if (done)
         return 0;
-    /* SIGKILL to the init of a pid namespace takes every process in it. */
-    if (syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) < 0 && errno != ESRCH)
-        return brig_error_set(err, errno, "signal container `%s`", st->id);
+    /* SIGKILL to the init of a pid namespace takes every process in it.
+     * Signal 0 only asks whether the init is there. */
+    if (syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) < 0 && (errno != ESRCH || sig == 0))
+        return errno == ESRCH ? brig_error_set(err, 0, "container `%s` is not running", st->id)
+                              : brig_error_set(err, errno, "signal container `%s`", st->id);
     if (sig == SIGKILL)
         thaw_to_die(st);
     /* After a signal meant to end it, give the init a moment to be gone,

@@ -94,6 +94,21 @@ start_trapping_container() {
 	refute grep -q "^got" "$CT_OUT"
 }
 
+@test "kill with signal 0 checks that the container is alive, --all too, and signals nothing" {
+	start_trapping_container
+	run brig kill "$CID" 0
+	[ "$status" -eq 0 ] || fail "kill 0 of a running container: $output"
+	run brig kill --all "$CID" 0
+	[ "$status" -eq 0 ] || fail "kill --all 0 of a running container: $output"
+	[ "$(container_status "$CID")" = running ]
+	refute grep -q "^got" "$CT_OUT"
+	run brig kill "$CID" KILL
+	wait_for_status "$CID" stopped
+	run --separate-stderr brig kill "$CID" 0
+	[ "$status" -ne 0 ] || fail "kill 0 of a stopped container succeeded"
+	assert_one_line_error "$CID" brig:stopped
+}
+
 @test "kill --all signals every process of the container" {
 	set_args sh -c '
 		trap "echo init got USR1" USR1
