@@ -121,18 +121,39 @@ static int parse_namespace(struct brig_json_ctx *c, yajl_val v, void *item)
     return 0;
 }
 
+static bool same_path(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* A type listed twice is one namespace when both entries say the same (as
+ * runc takes it); the later entry goes. Two different ones are an error. */
 static int parse_namespaces(struct brig_json_ctx *c, yajl_val v, struct brig_linux *l)
 {
     if (BRIG_JSON_OBJECTS(c, v, "namespaces", l->namespaces, l->n_namespaces, parse_namespace) < 0)
         return -1;
-    for (size_t i = 0; i < l->n_namespaces; i++)
-        for (size_t j = 0; j < i; j++)
-            if (l->namespaces[i].type == l->namespaces[j].type) {
-                brig_json_push_key(c, "namespaces");
-                brig_json_push_index(c, i);
-                return brig_json_fail(c, "type", "duplicate namespace type `%s`",
-                                      brig_ns_type_name(l->namespaces[i].type));
-            }
+    size_t kept = 0;
+    for (size_t i = 0; i < l->n_namespaces; i++) {
+        struct brig_namespace *ns = &l->namespaces[i];
+        size_t j = 0;
+        while (j < kept && l->namespaces[j].type != ns->type)
+            j++;
+        if (j == kept) {
+            l->namespaces[kept++] = *ns;
+            continue;
+        }
+        if (!same_path(l->namespaces[j].path, ns->path)) {
+            brig_json_push_key(c, "namespaces");
+            brig_json_push_index(c, i);
+            l->n_namespaces = kept + (l->n_namespaces - i);
+            memmove(l->namespaces + kept, ns, (l->n_namespaces - kept) * sizeof *ns);
+            return brig_json_fail(c, "type",
+                                  "namespace type `%s` listed twice, with different paths",
+                                  brig_ns_type_name(ns->type));
+        }
+        free(ns->path);
+    }
+    l->n_namespaces = kept;
     return 0;
 }
 

@@ -101,6 +101,18 @@ host_ns() {
 	[ "$output" != "$(host_ns net)" ]
 }
 
+@test "a namespace type listed twice alike is one namespace; with two paths, an error" {
+	update_config '.linux.namespaces += [{"type": "pid"}, {"type": "uts"}]'
+	set_args sh -c 'echo $$'
+	run brig run "$CID"
+	[ "$status" -eq 0 ] || fail "pid and uts listed twice: $output"
+	[ "$output" = 1 ]
+	update_config '.linux.namespaces += [{"type": "network", "path": "/proc/1/ns/net"}]'
+	run --separate-stderr brig run "$CID"
+	assert_one_line_error network brig:twice
+	assert_no_leftovers "$CID"
+}
+
 @test "a namespace path that does not exist fails the create" {
 	update_config '.linux.namespaces |= map(if .type == "network" then .path = "/var/run/netns/brig-no-such-ns" else . end)'
 	run --separate-stderr brig run "$CID"

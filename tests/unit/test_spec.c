@@ -399,7 +399,18 @@ static void test_namespaces(void)
     expect_error("{" MINIMAL
                  ", \"linux\": {\"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"ipc\"},"
                  " {\"type\": \"pid\", \"path\": \"/proc/1/ns/pid\"}]}}",
-                 "config.json: linux.namespaces[2].type: duplicate namespace type `pid`");
+                 "config.json: linux.namespaces[2].type: namespace type `pid` listed twice, with "
+                 "different paths");
+    struct brig_spec *twice = parse_ok(
+        "{" MINIMAL ", \"linux\": {\"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"network\","
+        " \"path\": \"/proc/1/ns/net\"}, {\"type\": \"pid\"}, {\"type\": \"network\", \"path\":"
+        " \"/proc/1/ns/net\"}, {\"type\": \"ipc\"}]}}",
+        "a type listed twice, the same both times");
+    CHECK(twice && twice->linux_->n_namespaces == 3
+              && twice->linux_->namespaces[2].type == BRIG_NS_IPC
+              && strcmp(twice->linux_->namespaces[1].path, "/proc/1/ns/net") == 0,
+          "is one namespace");
+    brig_spec_free(twice);
     expect_error("{" MINIMAL
                  ", \"linux\": {\"namespaces\": [{\"type\": \"network\", \"path\": \"netns\"}]}}",
                  "config.json: linux.namespaces[0].path: must be an absolute path");
