@@ -58,6 +58,20 @@ static int setup_uts(const struct brig_spec *spec, brig_error_t *err)
     return 0;
 }
 
+static int run_create_container_hooks(const struct brig_hook_list *hooks, const char *rootfs,
+                                      const char *state_json, brig_error_t *err)
+{
+    if (hooks->n == 0)
+        return 0;
+    cleanup_close int back = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (back < 0 || chdir(rootfs) < 0)
+        return brig_error_set(err, errno, "createContainer hooks: chdir to `%s`", rootfs);
+    int r = brig_hooks_run(hooks, "createContainer", state_json, err);
+    if (fchdir(back) < 0 && r == 0)
+        r = brig_error_set(err, errno, "createContainer hooks: chdir back");
+    return r;
+}
+
 static int setup_rootfs(const struct brig_init_config *cfg, int sync_fd, char **state_json,
                         int *proc_fds, brig_error_t *err)
 {
@@ -96,8 +110,9 @@ static int setup_rootfs(const struct brig_init_config *cfg, int sync_fd, char **
             || brig_sync_expect(sync_fd, BRIG_SYNC_HOOKS_DONE, msg, err) < 0)
             return -1;
         /* createContainer hooks: in the container's namespaces, before
-         * pivot_root, as the runtime spec orders them. */
-        if (brig_hooks_run(&h->create_container, "createContainer", msg->payload, err) < 0)
+         * pivot_root, as the runtime spec orders them; in the container's
+         * root, as runc runs them (hooks that write relative paths). */
+        if (run_create_container_hooks(&h->create_container, plan->rootfs, msg->payload, err) < 0)
             return -1;
         if ((*state_json = strdup(msg->payload)) == NULL)
             return brig_error_set(err, ENOMEM, "init");

@@ -154,6 +154,22 @@ position() {
 	[ "$var" = from-config ]
 }
 
+@test "createContainer hooks run in the container's root: a relative path lands there" {
+	# A hook that writes a relative path, as GPU toolkits' hooks do.
+	cat >"$BATS_TEST_TMPDIR/pwd-hook" <<-EOF_HOOK
+		#!/bin/sh
+		pwd >>"$LOG"
+		echo made-by-hook >hook-made
+	EOF_HOOK
+	chmod +x "$BATS_TEST_TMPDIR/pwd-hook"
+	add_hook createContainer "$BATS_TEST_TMPDIR/pwd-hook"
+	set_args cat /hook-made
+	run brig run "$CID"
+	[ "$status" -eq 0 ] || fail "run: $output"
+	[ "$output" = made-by-hook ] || fail "the container's /hook-made: $output"
+	[ "$(cat "$LOG")" = "$(cd "$ROOTFS" && pwd -P)" ] || fail "the hook ran in $(cat "$LOG")"
+}
+
 @test "poststop runs when run deletes the container it ran" {
 	add_hook poststop "$HOOK" poststop
 	set_args true
