@@ -38,7 +38,9 @@ int brig_terminal_setup_init(const struct brig_process *p, int sync_fd, brig_err
         if (ioctl(slave, TIOCSWINSZ, &ws) < 0)
             return brig_error_set(err, errno, "set console size");
     }
-    if (fchown(slave, p->user.uid, p->user.gid) < 0 && errno != EINVAL)
+    /* The process's own, in the group devpts gives it (tty, gid=5), as
+     * runc leaves it: write(1) and wall reach it through that group. */
+    if (fchown(slave, p->user.uid, (gid_t) -1) < 0 && errno != EINVAL)
         return brig_error_set(err, errno, "chown pty slave");
     if (brig_sync_send_fd(sync_fd, BRIG_SYNC_PTY_MASTER, master, err) < 0)
         return -1;

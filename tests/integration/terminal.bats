@@ -62,6 +62,17 @@ start_recvtty() {
 	[ "$tty_nr" != 0 ] || fail "no controlling terminal: $out"
 }
 
+@test "the pty belongs to the process's user and to the tty group (devpts gid=5), mode 620" {
+	update_config '.process.user = {uid: 1000, gid: 1000}'
+	set_args sh -c 'stat -c "%u %g %a" "$(tty)"'
+	start_recvtty
+	brig_detached create --console-socket "$SOCK" -b "$BUNDLE" "$CID"
+	brig start "$CID"
+	wait "$RECV_PID"
+	out=$(tr -d '\r' <"$BATS_TEST_TMPDIR/tty.out")
+	[ "$out" = "1000 5 620" ] || fail "the pty: $out"
+}
+
 @test "run relays the terminal in the foreground and exits with the status" {
 	set_args sh -c 'tty; exit 6'
 	run brig run -b "$BUNDLE" "$CID" </dev/null
