@@ -1,6 +1,8 @@
 #define _GNU_SOURCE
 /* Checks on mount destinations that the runtime makes before it creates
- * anything, so a bad bundle fails with one clear line and no state. */
+ * anything, so a bad bundle fails with one clear line and no state: the
+ * kernel's file systems (proc, sysfs), whose files the runtime writes
+ * later, must not sit behind a link that leaves the rootfs. */
 #include "rootfs/mounts.h"
 
 #include <errno.h>
@@ -99,8 +101,15 @@ int brig_mounts_check_destinations(const struct brig_spec *spec, const char *roo
     if (root_fd < 0)
         return brig_error_set(err, errno, "rootfs `%s`", rootfs);
     __attribute__((cleanup(checked_dir_release))) struct checked_dir seen = { NULL, -1 };
-    for (size_t i = 0; i < spec->n_mounts; i++)
-        if (check_destination(root_fd, &seen, i, spec->mounts[i].destination, err) < 0)
+    for (size_t i = 0; i < spec->n_mounts; i++) {
+        const struct brig_mount *m = &spec->mounts[i];
+        /* Any other destination's links are read inside the rootfs, as
+         * runc reads them (an image's /etc/resolv.conf pointing into
+         * /run/systemd/resolve gets the bind there). */
+        if (m->type == NULL || (strcmp(m->type, "proc") != 0 && strcmp(m->type, "sysfs") != 0))
+            continue;
+        if (check_destination(root_fd, &seen, i, m->destination, err) < 0)
             return -1;
+    }
     return 0;
 }

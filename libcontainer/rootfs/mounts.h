@@ -33,11 +33,12 @@ void brig_mount_flags_free(struct brig_mount_flags *f);
  * from the same table (for `brig features`). */
 const char *const *brig_mount_option_names(void);
 
-/* Refuses a mount whose destination is itself a symlink that leads out of
- * the rootfs (absolute, or climbing above "/"): mounting "inside" it would
- * look like mounting on the host. Symlinks on the way to a destination are
- * fine: they are resolved inside the rootfs. Runs in the runtime, before
- * the container exists. */
+/* Refuses a proc or sysfs mount whose destination is itself a symlink that
+ * leads out of the rootfs (absolute, or climbing above "/"): the runtime
+ * writes their files later, and the container would find them elsewhere.
+ * Any other destination's links, the last one too, are resolved inside
+ * the rootfs, as runc resolves them. Runs in the runtime, before the
+ * container exists. */
 int brig_mounts_check_destinations(const struct brig_spec *spec, const char *rootfs,
                                    brig_error_t *err);
 

@@ -339,6 +339,25 @@ propagation_session() {
 	assert_no_leftovers "$CID"
 }
 
+@test "a bind onto an absolute symlink of the image lands where the link points inside the rootfs" {
+	# As in images whose /etc/resolv.conf is systemd-resolved's stub, into
+	# which podman and Docker bind their own resolv.conf.
+	mkdir -p "$ROOTFS/etc"
+	rm -f "$ROOTFS/etc/resolv.conf"
+	ln -s /run/systemd/resolve/stub-resolv.conf "$ROOTFS/etc/resolv.conf"
+	echo "nameserver 192.0.2.53" >"$BATS_TEST_TMPDIR/resolv.conf"
+	add_bind_mount "$BATS_TEST_TMPDIR/resolv.conf" /etc/resolv.conf ro
+	set_args cat /etc/resolv.conf
+	run brig run "$CID"
+	[ "$status" -eq 0 ] || fail "run: $output"
+	[ "$output" = "nameserver 192.0.2.53" ]
+	# The link's target was made in the rootfs, and the host's left alone.
+	[ -f "$ROOTFS/run/systemd/resolve/stub-resolv.conf" ]
+	[ -L "$ROOTFS/etc/resolv.conf" ]
+	refute grep -qF " /run/systemd/resolve/stub-resolv.conf " /proc/self/mountinfo
+	assert_no_leftovers "$CID"
+}
+
 @test "a mount on a symlink that points out of the rootfs stays inside" {
 	OUTSIDE=/tmp/outside-$RANDOM-$$
 	rm -rf "$OUTSIDE"
