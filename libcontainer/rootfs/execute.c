@@ -192,6 +192,10 @@ static int run_finish_step(struct run_ctx *c, const struct brig_rootfs_step *s, 
         return brig_rootfs_do_readonly_path(c->root_fd, s->path, err);
     case BRIG_STEP_MASK_PATH:
         return brig_rootfs_do_mask_path(c->root_fd, s->path, &c->null_fd, err);
+    case BRIG_STEP_READONLY_DEV:
+        if (brig_remount_bind_keeping("/dev", MS_RDONLY, 0) < 0)
+            return brig_error_set(err, errno, "remount `/dev` read-only");
+        return 0;
     case BRIG_STEP_READONLY_ROOT:
         if (brig_remount_bind_keeping("/", MS_RDONLY, 0) < 0)
             return brig_error_set(err, errno, "remount `/` read-only");

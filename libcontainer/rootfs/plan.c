@@ -23,6 +23,7 @@
 struct builder {
     struct brig_rootfs_plan *plan;
     size_t cap;
+    bool readonly_dev; /* a read-only /dev mount, mounted writable until finish */
 };
 
 static int oom(brig_error_t *err)
@@ -151,6 +152,13 @@ static int classify_mount(size_t i, const struct brig_mount *m, struct brig_root
     return 0;
 }
 
+static bool is_dev(const char *destination)
+{
+    cleanup_free char *abs = container_path(destination);
+    cleanup_free char *clean = abs ? brig_path_clean(abs) : NULL;
+    return clean && strcmp(clean, "/dev") == 0;
+}
+
 static int plan_mount(struct builder *b, size_t i, const struct brig_mount *m, bool cgroupns,
                       brig_error_t *err)
 {
@@ -166,17 +174,16 @@ static int plan_mount(struct builder *b, size_t i, const struct brig_mount *m, b
         || copy_optional(&s->fstype, m->type, err) < 0 || classify_mount(i, m, s, err) < 0)
         return -1;
     s->cgroupns = s->mount_kind == BRIG_MOUNT_CGROUP && cgroupns;
+    /* A read-only /dev still gets its nodes and its pts, shm and mqueue
+     * mounts: it is made read-only once they are there, as runc does. */
+    if (is_dev(m->destination) && s->mount_kind != BRIG_MOUNT_BIND) {
+        b->readonly_dev = (s->mount.flags & MS_RDONLY) != 0;
+        s->mount.flags &= ~(unsigned long) MS_RDONLY;
+    }
     return 0;
 }
 
 /* ---- /dev ---- */
-
-static bool is_dev(const char *destination)
-{
-    cleanup_free char *abs = container_path(destination);
-    cleanup_free char *clean = abs ? brig_path_clean(abs) : NULL;
-    return clean && strcmp(clean, "/dev") == 0;
-}
 
 /* The default /dev is built when /dev is the rootfs's own directory or a
  * tmpfs from the spec; never into a bind of the host's /dev or a devtmpfs,
@@ -391,6 +398,10 @@ static int plan_finish(struct builder *b, const struct brig_spec *spec, unsigned
                 < 0
             || plan_path_list(b, &lx->masked_paths, "maskedPaths", BRIG_STEP_MASK_PATH, err) < 0))
         return -1;
+    if (b->readonly_dev
+        && add_step(b, BRIG_ROOTFS_FINISH, BRIG_STEP_READONLY_DEV, DEFAULT_INDEX, "/dev", err)
+               == NULL)
+        return -1;
     if (spec->root && spec->root->readonly
         && add_step(b, BRIG_ROOTFS_FINISH, BRIG_STEP_READONLY_ROOT, DEFAULT_INDEX, "/", err)
                == NULL)
@@ -422,7 +433,7 @@ int brig_rootfs_plan_build(const struct brig_spec *spec, const char *rootfs, boo
         *out = brig_steal_ptr(plan);
         return 0;
     }
-    struct builder b = { plan, 0 };
+    struct builder b = { .plan = plan };
     unsigned long prop;
     if (plan_propagation(spec, &prop, err) < 0 || plan_prepare(&b, spec, prop, err) < 0
         || plan_pivot(&b, prop, no_pivot, err) < 0 || plan_finish(&b, spec, prop, err) < 0)
@@ -473,6 +484,7 @@ const char *brig_rootfs_step_name(enum brig_rootfs_step_kind kind)
         [BRIG_STEP_MOVE_ROOT] = "move-root",
         [BRIG_STEP_READONLY_PATH] = "readonly-path",
         [BRIG_STEP_MASK_PATH] = "mask-path",
+        [BRIG_STEP_READONLY_DEV] = "readonly-dev",
         [BRIG_STEP_READONLY_ROOT] = "readonly-root",
         [BRIG_STEP_PROPAGATE_ROOT] = "propagate-root",
     };

@@ -46,6 +46,7 @@ enum brig_rootfs_step_kind {
     /* finish */
     BRIG_STEP_READONLY_PATH,  /* linux.readonlyPaths[] */
     BRIG_STEP_MASK_PATH,      /* linux.maskedPaths[] */
+    BRIG_STEP_READONLY_DEV,   /* a read-only /dev mount, made read-only once filled */
     BRIG_STEP_READONLY_ROOT,  /* root.readonly */
     BRIG_STEP_PROPAGATE_ROOT, /* linux.rootfsPropagation, once the mounts are done */
 };

@@ -358,6 +358,16 @@ propagation_session() {
 	assert_no_leftovers "$CID"
 }
 
+@test "a read-only /dev still gets its nodes, pts, shm and mqueue, and is read-only inside" {
+	update_config '.mounts |= map(if .destination == "/dev" then .options += ["ro"] else . end)'
+	set_args sh -c 'for m in /dev/pts /dev/shm /dev/mqueue; do grep -q " $m " /proc/self/mountinfo && echo "$m"; done
+		[ -c /dev/null ] && echo null; touch /dev/new 2>/dev/null || echo ro
+		awk "\$5 == \"/dev\" { print \$6 }" /proc/self/mountinfo | cut -d, -f1'
+	run brig run "$CID"
+	[ "$status" -eq 0 ] || fail "run: $output"
+	[ "$(tr '\n' ' ' <<<"$output")" = "/dev/pts /dev/shm /dev/mqueue null ro ro " ] || fail "inside: $output"
+}
+
 @test "a mount on a symlink that points out of the rootfs stays inside" {
 	OUTSIDE=/tmp/outside-$RANDOM-$$
 	rm -rf "$OUTSIDE"

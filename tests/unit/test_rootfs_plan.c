@@ -623,8 +623,9 @@ static void test_config_errors_built(void)
 }
 
 /* The other check the runtime makes before the clone, the one that reads
- * the rootfs: a destination that is a symlink out of it is refused, written
- * relative or absolute. Needs no root, only a directory of our own. */
+ * the rootfs: a proc or sysfs destination that is a symlink out of it is
+ * refused, written relative or absolute; any other mount's is resolved
+ * inside the rootfs later. Needs no root, only a directory of our own. */
 static void test_destination_symlinks(void)
 {
     char dir[] = "/tmp/brig-plan-XXXXXX", link[64];
@@ -639,6 +640,7 @@ static void test_destination_symlinks(void)
     } cases[] = {
         { "/ok", NULL },
         { "/evil/sub", NULL }, /* resolved inside the rootfs */
+        { "+/evil", NULL },    /* a tmpfs: resolved inside the rootfs */
         { "/evil", "mounts[0]: destination `/evil` is a symlink to `/etc`, outside the rootfs; "
                    "refusing to mount over it" },
         { "evil", "mounts[0]: destination `evil` is a symlink to `/etc`, outside the rootfs; "
@@ -647,7 +649,9 @@ static void test_destination_symlinks(void)
                          "the rootfs; refusing to mount over it" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct brig_mount m = { .destination = (char *) cases[i].destination, .type = "tmpfs" };
+        const char *d = cases[i].destination;
+        struct brig_mount m = { .destination = (char *) (d[0] == '+' ? d + 1 : d),
+                                .type = d[0] == '+' ? "tmpfs" : "proc" };
         struct brig_spec spec = { .mounts = &m, .n_mounts = 1 };
         brig_error_t err = NULL;
         int r = brig_mounts_check_destinations(&spec, dir, &err);
