@@ -205,7 +205,7 @@ static __attribute__((noreturn)) void exec_child(const struct exec_ctx *x,
     for (int t = 0; t < BRIG_NS_COUNT; t++)
         keep[1 + t] = join->fd[t];
     brig_close_fds_except(3 + x->o->preserve_fds, keep, sizeof keep / sizeof keep[0]);
-    if (brig_ns_join_all(join, &err) == 0) {
+    if (brig_ns_join_all(join, NULL, NULL, &err) == 0) {
         struct brig_ns_join closed = *join;
         brig_ns_join_close(&closed);
         if (direct)

@@ -120,7 +120,12 @@ static int setup_rootfs(const struct brig_init_config *cfg, int sync_fd, char **
 
     if (own_root && brig_rootfs_pivot(plan, err) < 0)
         return -1;
-    if (spec->linux_ && brig_sysctl_apply(&spec->linux_->sysctl, err) < 0)
+    if (spec->linux_
+        && brig_sysctl_apply_part(&spec->linux_->sysctl,
+                                  brig_sysctl_net_early(spec) ? BRIG_SYSCTL_NOT_NET
+                                                              : BRIG_SYSCTL_ALL,
+                                  err)
+               < 0)
         return -1;
     return own_root ? brig_rootfs_finish(plan, err) : 0;
 }

@@ -120,11 +120,14 @@ static int join_others(const struct brig_ns_join *join, bool retry, bool defer, 
  * after it when the caller is not the host's root (rootless). So: every
  * other namespace first where the caller may, then the user namespace,
  * then the rest. */
-int brig_ns_join_all(const struct brig_ns_join *join, brig_error_t *err)
+int brig_ns_join_all(const struct brig_ns_join *join, brig_ns_step_fn before_user, void *arg,
+                     brig_error_t *err)
 {
     bool later[BRIG_NS_COUNT] = { false };
     bool has_user = join->fd[BRIG_NS_USER] >= 0;
     if (join_others(join, false, has_user, later, err) < 0)
+        return -1;
+    if (before_user && before_user(arg, err) < 0)
         return -1;
     if (!has_user)
         return 0;

@@ -35,7 +35,13 @@ void brig_ns_join_close(struct brig_ns_join *join);
  * can't be joined from inside it), then the user namespace, then those
  * that needed it (a rootless caller's). The pid and time namespaces apply
  * to children only. Runs in the child. */
-int brig_ns_join_all(const struct brig_ns_join *join, brig_error_t *err);
+typedef int (*brig_ns_step_fn)(void *arg, brig_error_t *err);
+/* `before_user` (NULL: none) runs once the others are joined, before the
+ * user namespace is (and before the caller makes one): what needs the
+ * host's privileges over a joined namespace (a joined network namespace's
+ * sysctls) happens there. */
+int brig_ns_join_all(const struct brig_ns_join *join, brig_ns_step_fn before_user, void *arg,
+                     brig_error_t *err);
 
 /* Writes /proc/PID/{uid_map,gid_map} from linux.uidMappings/gidMappings.
  * Runs in the parent, which has the privilege to map any id. */

@@ -19,6 +19,7 @@
 #include "base/cleanup.h"
 #include "base/utils.h"
 #include "process/namespaces.h"
+#include "process/sysctl.h"
 #include "selfexe/selfexe.h"
 #include "process/sync.h"
 
@@ -51,6 +52,16 @@ int brig_process_clone_flags(const struct brig_spec *spec)
     return brig_ns_new_flags(spec) & ~CLONE_NEWCGROUP;
 }
 
+/* A joined network namespace's sysctls, written while this process still
+ * has the host's privileges over it (sysctl.h). */
+static int net_sysctls(void *arg, brig_error_t *err)
+{
+    const struct brig_spec *spec = arg;
+    if (!brig_sysctl_net_early(spec))
+        return 0;
+    return brig_sysctl_apply_part(&spec->linux_->sysctl, BRIG_SYSCTL_NET, err);
+}
+
 /* The two-step path: a "joiner" child enters namespaces by path and creates
  * the rest with unshare(). The pid and time namespaces only apply to
  * children, so when either changes, the joiner forks the real init. */
@@ -63,7 +74,7 @@ static int joiner_enter(const struct brig_init_config *cfg, const struct brig_ns
     if (msg == NULL)
         return brig_error_set(err, ENOMEM, "spawn init");
 
-    int r = brig_ns_join_all(join, err);
+    int r = brig_ns_join_all(join, net_sysctls, (void *) cfg->spec, err);
     if (r == 0 && (flags & ~later) && unshare(flags & ~later) < 0)
         r = brig_error_set(err, errno, "create namespaces");
     if (r == 0 && (flags & CLONE_NEWUSER)) {

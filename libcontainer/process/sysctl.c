@@ -164,13 +164,35 @@ static int write_sysctl(int sysdir, const struct brig_kv *kv, brig_error_t *err)
 
 int brig_sysctl_apply(const struct brig_kv_list *sysctl, brig_error_t *err)
 {
+    return brig_sysctl_apply_part(sysctl, BRIG_SYSCTL_ALL, err);
+}
+
+bool brig_sysctl_net_early(const struct brig_spec *spec)
+{
+    const struct brig_namespace *net = brig_spec_namespace(spec, BRIG_NS_NETWORK);
+    if (spec->linux_ == NULL || net == NULL || net->path == NULL
+        || brig_spec_namespace(spec, BRIG_NS_USER) == NULL)
+        return false;
+    for (size_t i = 0; i < spec->linux_->sysctl.n; i++)
+        if (sysctl_namespace(spec->linux_->sysctl.items[i].key) == BRIG_NS_NETWORK)
+            return true;
+    return false;
+}
+
+int brig_sysctl_apply_part(const struct brig_kv_list *sysctl, enum brig_sysctl_part part,
+                           brig_error_t *err)
+{
     if (sysctl == NULL || sysctl->n == 0)
         return 0;
     cleanup_close int sysdir = open("/proc/sys", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (sysdir < 0)
         return brig_error_set(err, errno, "sysctl: open `/proc/sys`");
-    for (size_t i = 0; i < sysctl->n; i++)
+    for (size_t i = 0; i < sysctl->n; i++) {
+        bool net = sysctl_namespace(sysctl->items[i].key) == BRIG_NS_NETWORK;
+        if ((part == BRIG_SYSCTL_NET && !net) || (part == BRIG_SYSCTL_NOT_NET && net))
+            continue;
         if (write_sysctl(sysdir, &sysctl->items[i], err) < 0)
             return -1;
+    }
     return 0;
 }

@@ -21,4 +21,16 @@ int brig_sysctl_check_namespaced(const char *key, brig_error_t *err);
 int brig_sysctl_validate(const struct brig_spec *spec, brig_error_t *err);
 int brig_sysctl_apply(const struct brig_kv_list *sysctl, brig_error_t *err);
 
+/* The entries of one part: the network namespace's (net.*), or the rest. */
+enum brig_sysctl_part { BRIG_SYSCTL_ALL, BRIG_SYSCTL_NET, BRIG_SYSCTL_NOT_NET };
+int brig_sysctl_apply_part(const struct brig_kv_list *sysctl, enum brig_sysctl_part part,
+                           brig_error_t *err);
+
+/* Whether the spec's network sysctls go to a network namespace it joins by
+ * path from a user namespace of its own (a pod's, made by the host for the
+ * pod): from inside that user namespace they can't be written, so the init
+ * writes them after joining the network namespace and before the user
+ * namespace, through the host's /proc, and skips them after pivot_root. */
+bool brig_sysctl_net_early(const struct brig_spec *spec);
+
 #endif

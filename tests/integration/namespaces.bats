@@ -143,6 +143,28 @@ host_ns() {
 	[ "$(readlink "/proc/$pid/ns/user")" != "$(host_ns user)" ]
 }
 
+@test "a user namespace with a network namespace joined by path: the net sysctls land in it" {
+	# As a pod's containers with a user namespace: the network namespace
+	# is the host's making, so its sysctls are written before the user
+	# namespace is entered; the IPC one is the container's and written inside.
+	NETNS=brig-test-$RANDOM-$$
+	ip netns add "$NETNS"
+	update_config '.linux.namespaces |= map(if .type == "network" then .path = $p else . end)
+		| .linux.namespaces += [{"type": "user"}]
+		| .linux.uidMappings = [{"containerID": 0, "hostID": 100000, "size": 65536}]
+		| .linux.gidMappings = [{"containerID": 0, "hostID": 100000, "size": 65536}]
+		| .linux.sysctl = {"net.ipv4.ip_unprivileged_port_start": "0", "kernel.msgmax": "12345"}' \
+		--arg p "/var/run/netns/$NETNS"
+	set_args sh -c 'cat /proc/sys/net/ipv4/ip_unprivileged_port_start /proc/sys/kernel/msgmax'
+	run brig run "$CID"
+	host=$(ip netns exec "$NETNS" cat /proc/sys/net/ipv4/ip_unprivileged_port_start)
+	ip netns del "$NETNS"
+	[ "$status" -eq 0 ] || fail "run: $output"
+	[ "$(tr '\n' ' ' <<<"$output")" = "0 12345 " ] || fail "inside: $output"
+	[ "$host" = 0 ]
+	[ "$(cat /proc/sys/net/ipv4/ip_unprivileged_port_start)" != 0 ] || fail "the host's own changed"
+}
+
 @test "a user namespace maps a non-root user" {
 	update_config '.linux.namespaces += [{"type": "user"}]
 		| .linux.uidMappings = [{"containerID": 0, "hostID": 100000, "size": 65536}]
