@@ -26,6 +26,8 @@
 #     Kubernetes' and Docker's paths to cgroup v2 are covered (the rest of
 #     those files, at ~40 times a process start's cost there, would add a
 #     quarter of an hour for nothing v2 changes).
+#   - shim.bats and cri.bats run again on this host with containerd 1.7 and
+#     2.x (scripts/fetch-containerd.sh: Debian trixie's and sid's).
 # Ends with one line "N passed, N failed, N skipped" for both runs
 # together. BRIG_CHECK_HOST_ONLY=1 runs only the host part (the sanitizer
 # build does: scripts/test-sanitizers.sh).
@@ -45,6 +47,7 @@ vm_files="checkpoint.bats podman_checkpoint.bats seccomp_abi.bats shim_checkpoin
 systemd_files="systemd.bats"
 systemd_v1_files="systemd_v1.bats"
 client_v2_files="cri.bats docker.bats"
+containerd_files="shim.bats cri.bats"
 client_v2_filter='RunPodSandbox with|ContainerStats|UpdateContainerResources|limits hold|whole life on the handler|userns = |--memory|pause freezes|stats --no-stream|rm -f leaves'
 
 host_has_v2_controllers() {
@@ -149,5 +152,21 @@ fi
 $v1_here || echo "# no v1 hierarchies of memory, pids, cpu and freezer here: $v1_files not run"
 # shellcheck disable=SC2086
 run_suite "integration tests on this host" sh "$here/integration/run.sh" $host_files
+
+# The shim with the containerd of Debian's next releases (1.7, 2.x), fetched
+# unpacked by scripts/fetch-containerd.sh: its files again, that version
+# first on PATH. Not in the sanitizer run (BRIG_CHECK_HOST_ONLY), whose
+# point is brig's own code.
+if [ "${BRIG_CHECK_HOST_ONLY:-0}" != 1 ]; then
+	if versions=$("$top/scripts/fetch-containerd.sh"); then
+		echo "$versions" | while read -r suite version bin; do
+			run_suite "containerd $version (Debian $suite): $containerd_files" \
+				env PATH="$bin:$PATH" sh "$here/integration/run.sh" $containerd_files
+		done
+	else
+		echo "# containerd of Debian's next releases: could not be fetched"
+		echo "0 passed, 1 failed, 0 skipped" >>"$totals"
+	fi
+fi
 
 awk '{ p += $1; f += $3; s += $5 } END { printf "%d passed, %d failed, %d skipped\n", p, f, s; exit f > 0 }' "$totals"
