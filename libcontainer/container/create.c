@@ -171,6 +171,9 @@ static int create_in_dir(const struct brig_create_options *o, struct provision *
     if (brig_rootfs_plan_build(b->spec, p->state->rootfs, o->no_pivot, &rootfs_plan, err) < 0
         || brig_mounts_check_destinations(b->spec, p->state->rootfs, err) < 0)
         return brig_error_wrap(err, "%s", b->config_path);
+    if (brig_spec_namespace(b->spec, BRIG_NS_USER)
+        && brig_rootfs_open_sources(rootfs_plan, p->state->bundle, err) < 0)
+        return -1;
     int r = provision_container(p, o, b, &ctx.devices, err);
     struct brig_seccomp_filter *filter = NULL;
     const struct brig_seccomp *seccomp = b->spec->linux_ ? b->spec->linux_->seccomp : NULL;

@@ -20,6 +20,7 @@
 #include "base/utils.h"
 #include "process/namespaces.h"
 #include "process/sysctl.h"
+#include "rootfs/plan.h"
 #include "selfexe/selfexe.h"
 #include "process/sync.h"
 
@@ -150,12 +151,21 @@ static __attribute__((noreturn)) void child_main(const struct brig_init_config *
         r = brig_process_take_stdio(cfg->stdio, &err);
     if (r == 0)
         r = set_oom_score_adj(cfg->spec->process, &err);
-    /* Only what the init needs crosses into the container. */
-    int keep[2 + BRIG_NS_COUNT] = { sync_fd, fifo_fd };
+    /* Only what the init needs crosses into the container: the sync and
+     * fifo fds, the namespaces to join, the bind sources the runtime
+     * opened. */
+    size_t n_steps = cfg->rootfs_plan ? cfg->rootfs_plan->n_steps : 0;
+    int *keep = calloc(2 + BRIG_NS_COUNT + n_steps, sizeof *keep);
+    if (keep == NULL)
+        _exit(1);
+    keep[0] = sync_fd;
+    keep[1] = fifo_fd;
     for (int t = 0; t < BRIG_NS_COUNT; t++)
         keep[2 + t] = join->fd[t];
-    brig_close_fds_except(3 + cfg->listen_fds + cfg->preserve_fds, keep,
-                          sizeof keep / sizeof keep[0]);
+    size_t n_keep = 2 + BRIG_NS_COUNT
+                    + brig_rootfs_source_fds(cfg->rootfs_plan, keep + 2 + BRIG_NS_COUNT);
+    brig_close_fds_except(3 + cfg->listen_fds + cfg->preserve_fds, keep, n_keep);
+    free(keep);
 
     int flags = brig_process_clone_flags(cfg->spec);
     if (r == 0 && wait_cgroup) {

@@ -256,3 +256,33 @@ int brig_rootfs_finish(const struct brig_rootfs_plan *plan, brig_error_t *err)
 {
     return brig_rootfs_run(plan, BRIG_ROOTFS_FINISH, err);
 }
+
+int brig_rootfs_open_sources(struct brig_rootfs_plan *plan, const char *bundle, brig_error_t *err)
+{
+    cleanup_close int dir = open(bundle ? bundle : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0)
+        return brig_error_set(err, errno, "open bundle `%s`", bundle ? bundle : ".");
+    for (size_t i = 0; i < plan->n_steps; i++) {
+        struct brig_rootfs_step *s = &plan->steps[i];
+        if (s->kind != BRIG_STEP_MOUNT || s->mount_kind != BRIG_MOUNT_BIND || s->source == NULL
+            || s->source_fd >= 0)
+            continue;
+        /* A detached copy of it: the init's mount namespace is a copy
+         * where this mount is not, so it is moved into place there. A
+         * missing one (or a kernel without open_tree) is the init's to
+         * open and report, with the mount's words. */
+        unsigned int rec = (s->mount.flags & MS_REC) ? AT_RECURSIVE : 0;
+        s->source_fd = (int) syscall(SYS_open_tree, dir, s->source,
+                                     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | rec);
+    }
+    return 0;
+}
+
+size_t brig_rootfs_source_fds(const struct brig_rootfs_plan *plan, int *keep)
+{
+    size_t n = 0;
+    for (size_t i = 0; plan && i < plan->n_steps; i++)
+        if (plan->steps[i].source_fd >= 0)
+            keep[n++] = plan->steps[i].source_fd;
+    return n;
+}

@@ -191,8 +191,10 @@ static int mount_bind(int root_fd, const struct brig_rootfs_step *s, brig_error_
     if (s->source == NULL)
         return mount_error(err, EINVAL, s, "a bind mount needs a source");
     /* Relative sources are relative to the bundle, the current directory.
-     * stat and mount act on this one fd, so they agree on what it is. */
-    cleanup_close int src = open(s->source, O_PATH | O_CLOEXEC);
+     * stat and mount act on this one fd, so they agree on what it is: the
+     * one the runtime opened (a user namespace's init), else ours. */
+    cleanup_close int src = s->source_fd >= 0 ? fcntl(s->source_fd, F_DUPFD_CLOEXEC, 3)
+                                              : open(s->source, O_PATH | O_CLOEXEC);
     struct stat st;
     if (src < 0 || fstat(src, &st) < 0)
         return mount_error(err, errno, s, "open source");
@@ -204,8 +206,14 @@ static int mount_bind(int root_fd, const struct brig_rootfs_step *s, brig_error_
     char from[BRIG_FD_PATH_MAX], to[BRIG_FD_PATH_MAX];
     brig_fd_path(src, from);
     brig_fd_path(dst, to);
-    if (mount(from, to, NULL, MS_BIND | (mf->flags & MS_REC), NULL) < 0)
+    if (s->source_fd >= 0) {
+        if (syscall(SYS_move_mount, src, "", dst, "",
+                    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH)
+            < 0)
+            return mount_error(err, errno, s, "move the runtime's copy of the source");
+    } else if (mount(from, to, NULL, MS_BIND | (mf->flags & MS_REC), NULL) < 0) {
         return mount_error(err, errno, s, NULL);
+    }
     return mount_finish(root_fd, s, mf, true, err);
 }
 

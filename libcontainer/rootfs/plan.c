@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/cleanup.h"
 #include "base/path.h"
@@ -48,7 +49,7 @@ static struct brig_rootfs_step *add_step(struct builder *b, enum brig_rootfs_pha
         b->cap = cap;
     }
     struct brig_rootfs_step *s = &p->steps[p->n_steps];
-    *s = (struct brig_rootfs_step){ .phase = phase, .kind = kind, .index = index };
+    *s = (struct brig_rootfs_step){ .phase = phase, .kind = kind, .index = index, .source_fd = -1 };
     if (path != NULL && (s->path = strdup(path)) == NULL) {
         oom(err);
         return NULL;
@@ -463,6 +464,8 @@ void brig_rootfs_plan_free(struct brig_rootfs_plan *plan)
         free(s->source);
         free(s->fstype);
         brig_mount_flags_free(&s->mount);
+        if (s->source_fd >= 0)
+            close(s->source_fd);
     }
     free(plan->steps);
     free(plan->rootfs);

@@ -103,6 +103,9 @@ struct brig_rootfs_step {
     bool cgroupns;
     unsigned long propagation;    /* PROPAGATE_HOST_ROOT, PROPAGATE_ROOT */
     struct brig_rootfs_node node; /* DEVICE */
+    /* MOUNT of kind BIND: the source opened (O_PATH) by the runtime before
+     * the clone (brig_rootfs_open_sources), or -1: the init opens it. */
+    int source_fd;
 };
 
 struct brig_rootfs_plan {
@@ -123,6 +126,15 @@ struct brig_rootfs_plan {
 int brig_rootfs_plan_build(const struct brig_spec *spec, const char *rootfs, bool no_pivot,
                            struct brig_rootfs_plan **out, brig_error_t *err);
 void brig_rootfs_plan_free(struct brig_rootfs_plan *plan);
+
+/* Every bind's source opened by the runtime (relative ones in `bundle`),
+ * for an init in a user namespace: there it is an unmapped stranger to the
+ * host's dirs, and a source only the host's root can reach (a pod's
+ * volume under a 0700 dir) would not open, as runc opens them first. The
+ * fds stay with the plan (closed by brig_rootfs_plan_free). */
+int brig_rootfs_open_sources(struct brig_rootfs_plan *plan, const char *bundle, brig_error_t *err);
+/* Those fds, into keep[] (at most plan->n_steps); how many. */
+size_t brig_rootfs_source_fds(const struct brig_rootfs_plan *plan, int *keep);
 
 /* Whether a step reads a path relative to the current directory (a bind
  * of a relative source): only then must the init be in the bundle. */

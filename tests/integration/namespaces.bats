@@ -165,6 +165,29 @@ host_ns() {
 	[ "$(cat /proc/sys/net/ipv4/ip_unprivileged_port_start)" != 0 ] || fail "the host's own changed"
 }
 
+@test "a user namespace: bind sources only the host's root can reach still mount (file and dir, rbind)" {
+	# As a pod's volumes under the kubelet's 0750 dirs: the runtime opens
+	# them before the init enters the user namespace.
+	private=$BATS_TEST_TMPDIR/private
+	mkdir -p "$private/vol/sub"
+	echo in-vol >"$private/vol/sub/file"
+	echo a-file >"$private/file"
+	chmod 0700 "$private"
+	# The destinations are the image's (its root is the host's root's).
+	mkdir -p "$ROOTFS/vol" "$ROOTFS/etc"
+	touch "$ROOTFS/etc/a-file"
+	update_config '.linux.namespaces += [{"type": "user"}]
+		| .linux.uidMappings = [{"containerID": 0, "hostID": 100000, "size": 65536}]
+		| .linux.gidMappings = [{"containerID": 0, "hostID": 100000, "size": 65536}]'
+	add_bind_mount "$private/vol" /vol
+	add_bind_mount "$private/file" /etc/a-file ro
+	set_args sh -c 'cat /vol/sub/file /etc/a-file; touch /etc/a-file 2>/dev/null || echo ro'
+	run brig run "$CID"
+	[ "$status" -eq 0 ] || fail "run: $output"
+	[ "$(tr '\n' ' ' <<<"$output")" = "in-vol a-file ro " ] || fail "inside: $output"
+	assert_no_leftovers "$CID"
+}
+
 @test "a user namespace maps a non-root user" {
 	update_config '.linux.namespaces += [{"type": "user"}]
 		| .linux.uidMappings = [{"containerID": 0, "hostID": 100000, "size": 65536}]
