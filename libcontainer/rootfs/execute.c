@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -17,6 +18,7 @@
 
 #include "base/cleanup.h"
 #include "base/path.h"
+#include "rootfs/mountinfo.h"
 #include "rootfs/steps.h"
 
 /* What steps of one phase share: the root they resolve paths in, the
@@ -119,8 +121,44 @@ static int run_prepare_step(struct run_ctx *c, const struct brig_rootfs_plan *pl
 
 /* ---- pivot ---- */
 
-static int move_root(brig_error_t *err)
+/* The procfs and sysfs mounts of the host that stay below the chroot of
+ * --no-pivot. The kernel lets a new user namespace mount a fresh procfs
+ * (without the masked paths) when one is fully visible in the mount
+ * namespace: each goes (detached), or where it can't (a mount locked in a
+ * user namespace) gets an empty read-only tmpfs on top, as runc does. */
+static int hide_host_kernel_fs(const char *rootfs, brig_error_t *err)
 {
+    cleanup_file FILE *f = fopen("/proc/self/mountinfo", "re");
+    if (f == NULL)
+        return brig_error_set(err, errno, "open `/proc/self/mountinfo`");
+    cleanup_free char *line = NULL, *list = NULL;
+    size_t cap = 0, len = 0;
+    /* Collected first: what is hidden changes mountinfo as it goes. */
+    cleanup_file FILE *out = open_memstream(&list, &len);
+    while (out && getline(&line, &cap, f) > 0) {
+        struct brig_mountinfo e;
+        if (brig_mountinfo_parse_line(line, &e)
+            && (strcmp(e.fstype, "proc") == 0 || strcmp(e.fstype, "sysfs") == 0)
+            && !brig_path_is_under(e.mountpoint, rootfs))
+            fprintf(out, "%s%c", e.mountpoint, '\0');
+    }
+    if (out == NULL || fflush(out) != 0)
+        return brig_error_set(err, ENOMEM, "read `/proc/self/mountinfo`");
+    for (size_t off = 0; off < len; off += strlen(list + off) + 1) {
+        const char *mp = list + off;
+        if (umount2(mp, MNT_DETACH | UMOUNT_NOFOLLOW) == 0 || errno == ENOENT)
+            continue;
+        if (mount("tmpfs", mp, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0") < 0
+            && errno != ENOENT)
+            return brig_error_set(err, errno, "--no-pivot: hide the host's `%s`", mp);
+    }
+    return 0;
+}
+
+static int move_root(const char *rootfs, brig_error_t *err)
+{
+    if (hide_host_kernel_fs(rootfs, err) < 0)
+        return -1;
     /* The current directory is the rootfs bind. */
     if (mount(".", "/", NULL, MS_MOVE, NULL) < 0)
         return brig_error_set(err, errno, "move the rootfs to `/`");
@@ -162,7 +200,7 @@ static int enter_root(const char *rootfs, bool move, brig_error_t *err)
         return brig_error_set(err, errno, "open rootfs `%s`", rootfs);
     if (fchdir(new_root) < 0)
         return brig_error_set(err, errno, "chdir to rootfs `%s`", rootfs);
-    return move ? move_root(err) : pivot_root_dot(rootfs, err);
+    return move ? move_root(rootfs, err) : pivot_root_dot(rootfs, err);
 }
 
 static int run_pivot_step(const struct brig_rootfs_plan *plan, const struct brig_rootfs_step *s,

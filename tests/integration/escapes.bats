@@ -277,6 +277,22 @@ run_self_exe_attack() {
 	done
 }
 
+# ------------------------------------------------ --no-pivot and procfs ----
+
+@test "--no-pivot: a fresh procfs can't be mounted from new user, mount and pid namespaces" {
+	# The host's /proc stays in the mount namespace under a chroot: fully
+	# visible, it would let the kernel allow a procfs without the masks.
+	mkdir -p "$ROOTFS/mnt/proc"
+	# CAP_SETFCAP: what mapping root in a new user namespace asks (5.12).
+	update_config '.root.readonly = false | .process.capabilities |= with_entries(.value += ["CAP_SETFCAP"])'
+	set_args sh -c 'unshare -mrpf sh -c "mount -t proc proc /mnt/proc && echo MOUNTED || echo refused"; echo done'
+	run brig run --no-pivot "$CID"
+	echo "$output"
+	[[ "$output" == *done* ]] || fail "the container did not run: $output"
+	[[ "$output" != *MOUNTED* ]] || fail "a procfs without the masked paths was mounted"
+	[[ "$output" == *refused* ]] || fail "unshare itself failed, nothing was tried: $output"
+}
+
 # ------------------------- CVE-2021-30465, CVE-2025-31133/52565/52881 ----
 
 @test "CVE-2021-30465: a mount destination that is a symlink out of the rootfs is resolved inside it" {
