@@ -18,6 +18,7 @@
 #include "base/cleanup.h"
 #include "base/fdpass.h"
 #include "process/seccomp.h"
+#include "process/seccomp_enosys.h"
 
 /* The kernel's seccomp(2) flag bits (linux/seccomp.h), spelled out so the
  * build doesn't depend on how new the installed kernel headers are. */
@@ -190,6 +191,11 @@ const char *const *brig_seccomp_supported_flag_names(void)
 struct brig_seccomp_filter {
     scmp_filter_ctx ctx;
     bool notify;
+    unsigned int kernel_flags; /* SECCOMP_FILTER_FLAG_* of the profile's flags */
+    /* Where syscalls newer than the profile get ENOSYS (seccomp_enosys.h);
+     * none: libseccomp loads its program as it is. */
+    struct brig_enosys_arch enosys[BRIG_ENOSYS_MAX_ARCHES];
+    size_t n_enosys;
 };
 
 void brig_seccomp_free(struct brig_seccomp_filter *f)
@@ -258,7 +264,7 @@ static int add_arches(scmp_filter_ctx ctx, const struct brig_strv *arches, brig_
 }
 
 static int set_flags(scmp_filter_ctx ctx, const struct brig_strv *flags, bool notify,
-                     brig_error_t *err)
+                     unsigned int *kernel_flags, brig_error_t *err)
 {
     for (size_t i = 0; i < flags->n; i++) {
         const struct flag_def *d = NULL;
@@ -279,7 +285,10 @@ static int set_flags(scmp_filter_ctx ctx, const struct brig_strv *flags, bool no
         int rc = seccomp_attr_set(ctx, (enum scmp_filter_attr) d->attr, 1);
         if (rc < 0)
             return brig_error_set(err, -rc, "linux.seccomp.flags[%zu]: set `%s`", i, flags->v[i]);
+        *kernel_flags |= d->probe;
     }
+    if (notify)
+        *kernel_flags |= FLAG_NEW_LISTENER;
     return 0;
 }
 
@@ -406,8 +415,9 @@ int brig_seccomp_compile(const struct brig_seccomp *s, struct brig_seccomp_filte
     if (rc < 0)
         return brig_error_set(err, -rc, "seccomp filter attributes");
     if (add_arches(f->ctx, &s->architectures, err) < 0 || add_rules(f, s, def, err) < 0
-        || set_flags(f->ctx, &s->flags, f->notify, err) < 0)
+        || set_flags(f->ctx, &s->flags, f->notify, &f->kernel_flags, err) < 0)
         return -1;
+    f->n_enosys = brig_seccomp_enosys_arches(f->ctx, s, def, f->enosys);
     *out = brig_steal_ptr(f);
     return 0;
 }
@@ -417,6 +427,18 @@ int brig_seccomp_compile(const struct brig_seccomp *s, struct brig_seccomp_filte
 int brig_seccomp_load(struct brig_seccomp_filter *f, int *notify_fd, brig_error_t *err)
 {
     *notify_fd = -1;
+    if (f->n_enosys > 0) {
+        int listener = -1;
+        if (brig_seccomp_enosys_load(f->ctx, f->enosys, f->n_enosys, f->kernel_flags, &listener,
+                                     err)
+            < 0)
+            return -1;
+        if (listener < 0)
+            return 0;
+        *notify_fd = fcntl(listener, F_DUPFD_CLOEXEC, 3);
+        close(listener);
+        return *notify_fd < 0 ? brig_error_set(err, errno, "seccomp notify fd") : 0;
+    }
     int rc = seccomp_load(f->ctx);
     if (rc == -EACCES)
         return brig_error_set(err, EACCES,
