@@ -234,14 +234,6 @@ static void h_create(struct ttrpc_call *call, const uint8_t *payload, size_t len
 {
     struct shim_service *s = data;
     DECODE(Shimpb__CreateTaskRequest, shimpb__create_task_request__unpack, req);
-    if (*req->checkpoint) {
-        ttrpc_reply_error(
-            call, TTRPC_UNIMPLEMENTED,
-            "create `%s` from checkpoint `%s`: restore is not supported by this shim (brig restore can restore the images)",
-            req->id, req->checkpoint);
-        shimpb__create_task_request__free_unpacked(req, NULL);
-        return;
-    }
     struct shim_mount *mounts = calloc(req->n_rootfs ? req->n_rootfs : 1, sizeof(*mounts));
     if (!mounts) {
         ttrpc_reply_error(call, TTRPC_RESOURCE_EXHAUSTED, "create: out of memory");
@@ -267,6 +259,7 @@ static void h_create(struct ttrpc_call *call, const uint8_t *payload, size_t len
         .profile = profile,
         .systemd_cgroup = opts.systemd_cgroup,
         .userns_host = opts.userns_host,
+        .checkpoint = nonempty(req->checkpoint),
     };
     brig_error_t err = NULL;
     pid_t pid = 0;

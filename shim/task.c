@@ -11,7 +11,9 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -233,6 +235,7 @@ static void free_ctr(struct shim_tasks *t, struct ctr *c)
     free(c->bundle);
     free(c->rootfs);
     free(c->profile);
+    free(c->checkpoint);
     free(c);
 }
 
@@ -312,6 +315,43 @@ static int do_exec(void *arg, brig_error_t *err)
     return brig_container_exec(&x, &s->p->pid, err);
 }
 
+/* A checkpoint's container back (ctr containers restore --live, CRI's
+ * restore): criu's work and logs beside the bundle, the init's stdio the
+ * task's (fresh fds, inherited by criu, each its own). */
+static int do_restore(void *arg, brig_error_t *err)
+{
+    struct spawn_call *s = arg;
+    if (s->p->terminal)
+        return brig_error_set(err, 0, "restoring a task with a terminal is not supported");
+    cleanup_free char *work = NULL;
+    if (asprintf(&work, "%s/criu-work", s->c->bundle) < 0) {
+        work = NULL;
+        return brig_error_set(err, ENOMEM, "restore");
+    }
+    if (mkdir(work, 0700) < 0 && errno != EEXIST)
+        return brig_error_set(err, errno, "mkdir `%s`", work);
+    int stdio[3] = { -1, -1, -1 };
+    for (int i = 0; i < 3; i++)
+        if ((stdio[i] = fcntl(s->stdio[i], F_DUPFD, 3)) < 0) {
+            for (int j = 0; j < i; j++)
+                close(stdio[j]);
+            return brig_error_set(err, errno, "restore: stdio");
+        }
+    struct brig_restore_options o = {
+        .root = s->t->root,
+        .id = s->c->id,
+        .bundle = s->c->bundle,
+        .no_cgroup = s->t->no_cgroup,
+        .systemd_cgroup = s->c->systemd_cgroup,
+        .stdio = stdio,
+        .criu = { .image_path = s->c->checkpoint, .work_path = work },
+    };
+    int r = brig_container_restore(&o, &s->p->pid, err);
+    for (int i = 0; i < 3; i++)
+        close(stdio[i]);
+    return r;
+}
+
 /* Opens p's stdio, has the library give its ends to the process, then
  * copies. The shim's own fds 0-2 stay as they are. */
 static int spawn(struct shim_tasks *t, struct proc *p, int (*fn)(void *, brig_error_t *),
@@ -360,6 +400,7 @@ int shim_task_create(struct shim_tasks *t, const struct shim_create_opts *o, pid
         || (o->profile && (c->profile = strdup(o->profile)) == NULL)
         || (c->systemd_cgroup = o->systemd_cgroup, false)
         || (c->userns_host = o->userns_host, false)
+        || (o->checkpoint && (c->checkpoint = strdup(o->checkpoint)) == NULL)
         || (c->procs = new_proc(c, "", &o->io)) == NULL) {
         if (c)
             free_ctr(t, c);
@@ -369,7 +410,8 @@ int shim_task_create(struct shim_tasks *t, const struct shim_create_opts *o, pid
             : shim_rootfs_mount(o->bundle, o->mounts, o->n_mounts, &c->rootfs, err) < 0
                 ? SHIM_E_UNKNOWN
                 : 0;
-    if (r == 0)
+    /* From a checkpoint, nothing runs until start restores it. */
+    if (r == 0 && c->checkpoint == NULL)
         r = spawn(t, c->procs, do_create, err);
     if (r < 0 && c->procs->pid > 0) {
         brig_error_t ignored = NULL;
@@ -384,7 +426,8 @@ int shim_task_create(struct shim_tasks *t, const struct shim_create_opts *o, pid
     }
     c->next = t->ctrs;
     t->ctrs = c;
-    watch_oom(t, c);
+    if (c->checkpoint == NULL)
+        watch_oom(t, c);
     *pid = c->procs->pid;
     return 0;
 }
@@ -399,7 +442,12 @@ int shim_task_start(struct shim_tasks *t, const char *id, const char *exec_id, p
     if (p->started || p->exited)
         return shim_fail(err, SHIM_E_PRECONDITION, "start `%s`: %s", id,
                          p->exited ? "it has exited" : "it is started already");
-    if (p == p->c->procs) {
+    if (p == p->c->procs && p->c->checkpoint) {
+        r = spawn(t, p, do_restore, err);
+        if (r < 0)
+            return brig_error_wrap(err, "restore `%s` from `%s`", id, p->c->checkpoint), r;
+        watch_oom(t, p->c);
+    } else if (p == p->c->procs) {
         brig_error_t warning = NULL;
         if (brig_container_start(t->root, id, &warning, err) < 0)
             return SHIM_E_UNKNOWN;

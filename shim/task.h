@@ -75,6 +75,9 @@ struct shim_create_opts {
     const char *profile; /* NULL or "sandbox" */
     bool systemd_cgroup; /* the cgroup through systemd (SystemdCgroup) */
     bool userns_host;    /* the sandbox profile without a user namespace */
+    /* The images of a checkpoint (containerd unpacked them): the task is
+     * restored from them at start, not created; NULL: a new one. */
+    const char *checkpoint;
 };
 
 struct shim_exit {

@@ -37,6 +37,7 @@ struct ctr {
     char *profile;       /* "sandbox" when the runtime options ask for it, else NULL */
     bool systemd_cgroup; /* SystemdCgroup in the runtime options */
     bool userns_host;    /* userns = "host" there: a sandboxed pod without one */
+    char *checkpoint;    /* restored from these images at start; NULL: created */
     struct proc *procs;  /* the init first */
     bool paused;
     bool state_gone; /* a checkpoint with exit removed libcontainer's state */

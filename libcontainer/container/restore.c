@@ -54,9 +54,12 @@ static int inherit_stdio(struct brig_criu *c, const int *stdio, brig_error_t *er
     return r;
 }
 
-/* criu mounts the external binds onto their destinations inside its root:
- * they must exist, as create would have made them. Destinations on a tmpfs
- * of the spec are criu's to recreate with the tmpfs. */
+/* criu mounts the external binds, and the file systems it recreates (a
+ * tmpfs at /run), onto their destinations inside its root: they must
+ * exist, as create would have made them (a root restored from a new
+ * snapshot of the image, as containerd restores, has none of them).
+ * Destinations on a tmpfs of the spec are criu's to recreate with the
+ * tmpfs. */
 static bool on_spec_tmpfs(const struct brig_spec *spec, const char *dest)
 {
     for (size_t i = 0; i < spec->n_mounts; i++) {
@@ -80,9 +83,15 @@ static int make_mountpoints(const struct brig_spec *spec, const char *rootfs, co
         return brig_error_set(err, errno, "bundle `%s`", bundle);
     for (size_t i = 0; i < spec->n_mounts; i++) {
         const struct brig_mount *m = &spec->mounts[i];
-        if (m->source == NULL || m->type == NULL || strcmp(m->type, "bind") != 0
-            || on_spec_tmpfs(spec, m->destination))
+        if (on_spec_tmpfs(spec, m->destination))
             continue;
+        if (m->source == NULL || m->type == NULL || strcmp(m->type, "bind") != 0) {
+            int fd = brig_path_mkdir_in_root(root_fd, m->destination, 0755, err);
+            if (fd < 0)
+                return brig_error_wrap(err, "mount on `%s`", m->destination);
+            close(fd);
+            continue;
+        }
         struct stat st;
         if (fstatat(bundle_fd, m->source, &st, 0) < 0)
             return brig_error_set(err, errno, "mount `%s` on `%s`: source", m->source,

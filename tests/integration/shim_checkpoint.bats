@@ -49,3 +49,30 @@ load shim-helpers # and with it the setup and teardown hooks
 	[ -s "$CTRD_DIR/ckx-images/descriptors.json" ]
 	killed_then_deleted t-ckx
 }
+
+@test "ctr containers restore --live: a checkpointed counter runs on in a new container, from where it was" {
+	command -v criu >/dev/null || fail "criu is not installed (scripts/install-deps.sh)"
+	ctrd run -d "${RT[@]}" "$CTRD_IMAGE" t-src \
+		sh -c 'i=0; while :; do i=$((i+1)); echo $i >/count; sleep 0.1; done'
+	wait_for_status t-src RUNNING
+	# Counted well past what a fresh start reaches in the second below.
+	sleep 3
+	run ctrd containers checkpoint --task --image t-src brigtest/ckpt:1
+	[ "$status" -eq 0 ] || fail "checkpoint: $output; shim log: $(tail -n 5 "$CTRD_DIR/containerd.log")"
+	at=$(ctrd task exec --exec-id e1 t-src cat /count)
+	ctrd task kill -s KILL t-src
+	killed_then_deleted t-src
+	ctrd containers rm t-src
+
+	# The shim restores the images containerd unpacked, as the task's start.
+	run ctrd containers restore --live t-dst brigtest/ckpt:1
+	[ "$status" -eq 0 ] || fail "restore: $output; containerd: $(grep -E 'level=(error|warning)' "$CTRD_DIR/containerd.log" | tail -n 5)"
+	wait_for_status t-dst RUNNING
+	# The counter went on from the shell's memory: past where it was.
+	sleep 1
+	now=$(ctrd task exec --exec-id e2 t-dst cat /count)
+	[ "$now" -gt "$at" ] || fail "counter at the checkpoint $at, restored $now"
+	ctrd task kill -s KILL t-dst
+	killed_then_deleted t-dst
+	ctrd containers rm t-dst
+}
