@@ -58,14 +58,14 @@ static int inherit_stdio(struct brig_criu *c, const int *stdio, brig_error_t *er
  * tmpfs at /run), onto their destinations inside its root: they must
  * exist, as create would have made them (a root restored from a new
  * snapshot of the image, as containerd restores, has none of them).
- * Destinations on a tmpfs of the spec are criu's to recreate with the
- * tmpfs. */
-static bool on_spec_tmpfs(const struct brig_spec *spec, const char *dest)
+ * Destinations inside a file system of the spec (a tmpfs /dev, sysfs at
+ * /sys) are criu's to recreate with it. */
+static bool on_spec_filesystem(const struct brig_spec *spec, const char *dest)
 {
     for (size_t i = 0; i < spec->n_mounts; i++) {
         const struct brig_mount *m = &spec->mounts[i];
         size_t n = strlen(m->destination);
-        if (m->type && strcmp(m->type, "tmpfs") == 0 && strncmp(dest, m->destination, n) == 0
+        if (m->type && strcmp(m->type, "bind") != 0 && strncmp(dest, m->destination, n) == 0
             && dest[n] == '/')
             return true;
     }
@@ -83,7 +83,7 @@ static int make_mountpoints(const struct brig_spec *spec, const char *rootfs, co
         return brig_error_set(err, errno, "bundle `%s`", bundle);
     for (size_t i = 0; i < spec->n_mounts; i++) {
         const struct brig_mount *m = &spec->mounts[i];
-        if (on_spec_tmpfs(spec, m->destination))
+        if (on_spec_filesystem(spec, m->destination))
             continue;
         if (m->source == NULL || m->type == NULL || strcmp(m->type, "bind") != 0) {
             int fd = brig_path_mkdir_in_root(root_fd, m->destination, 0755, err);
