@@ -16,6 +16,7 @@
 #include "sandbox/egress_client.h"
 #include "sandbox/idrange.h"
 #include "sandbox/layout.h"
+#include "sandbox/limits_view.h"
 #include "sandbox/locate.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/pod_userns.h"
@@ -86,6 +87,30 @@ static int state_dir_path(const char *root, const char *id, char **out, brig_err
     return 0;
 }
 
+/* Its own view of its limits: lxcfs's files, and as many CPUs as its
+ * quota. Without lxcfs it sees the host's numbers, and create says so. */
+static int limits_view(const struct brig_create_options *o, struct brig_profile_settings *s,
+                       brig_error_t *err)
+{
+    if (s->cpuset == NULL && brig_sandbox_cpuset(o->id, s->cpus_milli, &s->cpuset, err) < 0)
+        return -1;
+    if (s->lxcfs)
+        return 0;
+    brig_error_t why = NULL;
+    if (brig_lxcfs_ensure(&s->lxcfs, &why) == 0)
+        return 0;
+    int n = asprintf(&s->notice,
+                     "no view of its own limits (%s): it sees the host's CPUs and memory in "
+                     "/proc and /sys",
+                     why->msg);
+    brig_error_release(&why);
+    if (n < 0) {
+        s->notice = NULL;
+        return brig_error_set(err, ENOMEM, "sandbox profile");
+    }
+    return 0;
+}
+
 /* Everything the settings lack, filled in; the rootfs checked. */
 static int resolve_settings(const struct brig_create_options *o, struct brig_profile_settings *s,
                             brig_error_t *err)
@@ -122,6 +147,8 @@ static int resolve_settings(const struct brig_create_options *o, struct brig_pro
     if (s->init_config && access(s->init_config, R_OK) != 0)
         return brig_error_set(err, errno, "services file `%s`", s->init_config);
     if (brig_profile_on_packages(s) && brig_egress_check_conf(err) < 0)
+        return -1;
+    if (limits_view(o, s, err) < 0)
         return -1;
     /* Where both have one, TLS through the proxy trusts what the host does. */
     cleanup_free char *tree_ca = NULL;

@@ -113,6 +113,8 @@ static int start(const struct brig_sandbox_create_options *o, char *dir, const c
         r = brig_sandbox_prepare(&c, BRIG_PROFILE_SANDBOX, &s, &use, err);
     if (r == 0)
         r = brig_container_create_started(&c, &pid, &created, warning, err);
+    if (r == 0 && use.notice && *warning == NULL)
+        brig_error_set(warning, 0, "sandbox `%s`: %s", o->id, use.notice);
     brig_bundle_clear(&b);
     brig_profile_settings_clear(&use);
     return r < 0 ? -1 : 0;

@@ -13,6 +13,7 @@
 #include "base/utils.h"
 #include "sandbox/egress.h"
 #include "sandbox/egress_client.h"
+#include "sandbox/limits_view.h"
 #include "sandbox/profile_int.h"
 
 /* ---- settings ---- */
@@ -49,6 +50,9 @@ void brig_profile_settings_clear(struct brig_profile_settings *s)
     free(s->network);
     free(s->ca_bundle);
     free(s->pod_userns);
+    free(s->lxcfs);
+    free(s->cpuset);
+    free(s->notice);
     *s = (struct brig_profile_settings){ 0 };
 }
 
@@ -66,7 +70,8 @@ static const struct setting settings[] = {
     STR(rootfs),      STR(data_dir),     STR(init_path),  STR(init_config), STR(netns),
     STR(malloc_conf), STR(seccomp_path), NUM(data_size),  NUM(memory),      NUM(pids),
     NUM(cpus_milli),  STR(userns),       NUM(userns_uid), NUM(userns_gid),  NUM(data_private),
-    STR(network),     STR(ca_bundle),    NUM(pod),        STR(pod_userns),
+    STR(network),     STR(ca_bundle),    NUM(pod),        STR(pod_userns),  STR(lxcfs),
+    STR(cpuset),
 };
 
 int brig_profile_settings_format(const struct brig_profile_settings *s, char **out,
@@ -476,7 +481,7 @@ static int apply_mounts(struct brig_spec *spec, const struct brig_profile_settin
     if (s->ca_bundle
         && brig_profile_add_mount(spec, BRIG_SANDBOX_CA_BUNDLE, "bind", s->ca_bundle, ro) < 0)
         return -1;
-    return 0;
+    return s->lxcfs ? brig_lxcfs_add_mounts(spec, s->lxcfs) : 0;
 }
 
 static int apply_namespaces(struct brig_linux *l, const struct brig_profile_settings *s)
@@ -590,6 +595,11 @@ static int apply_resources(struct brig_linux *l, const struct brig_profile_setti
     r->cpu->period = BRIG_SANDBOX_CPU_PERIOD;
     r->cpu->has_quota = true;
     r->cpu->quota = s->cpus_milli * BRIG_SANDBOX_CPU_PERIOD / 1000;
+    /* Its CPUs: what sched_getaffinity, and so nproc, counts. */
+    free(r->cpu->cpus);
+    r->cpu->cpus = NULL;
+    if (s->cpuset && (r->cpu->cpus = strdup(s->cpuset)) == NULL)
+        return -1;
     return 0;
 }
 

@@ -73,6 +73,10 @@ struct brig_profile_settings {
     int64_t pod;          /* 1: a container of a Kubernetes pod (profile_pod.c) */
     char *pod_userns;     /* a pod's container: the pause container's user namespace,
                              joined; NULL: a new one (pod_userns.h) */
+    char *lxcfs;          /* the lxcfs whose files it sees (limits_view.h); NULL: the host's */
+    char *cpuset;         /* the CPUs it runs on; NULL: all */
+    char *notice;         /* not kept: what create should tell its caller (no view of
+                             the limits); NULL: nothing */
 };
 
 /* The defaults; strings duplicated. -1 on out-of-memory. */

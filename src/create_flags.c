@@ -124,6 +124,11 @@ int create_prepare(struct brig_create_options *o, const struct create_flags *ext
                              BRIG_PROFILE_SANDBOX);
     if (brig_sandbox_prepare(o, extra->profile, NULL, &cb->sandbox, &err) < 0)
         return brig_fail(&err);
+    if (cb->sandbox.notice) {
+        brig_error_t notice = NULL;
+        brig_error_set(&notice, 0, "%s", cb->sandbox.notice);
+        brig_warn(&notice);
+    }
     return BRIG_CLI_GO_ON;
 }
 

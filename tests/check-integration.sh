@@ -42,7 +42,7 @@ export BRIG RECVTTY SECCOMP_AGENT top_srcdir="$top"
 
 v2_files="cgroups.bats cgroups_limits.bats"
 v1_files="cgroups_v1.bats"
-either_files="podman.bats sandbox.bats sandbox_userns.bats shim.bats"
+either_files="podman.bats sandbox.bats sandbox_limits.bats sandbox_userns.bats shim.bats"
 vm_files="checkpoint.bats podman_checkpoint.bats seccomp_abi.bats shim_checkpoint.bats"
 systemd_files="systemd.bats"
 systemd_v1_files="systemd_v1.bats"
