@@ -1,11 +1,15 @@
 #!/bin/sh
-# Builds the sandbox root filesystem: a minimal Debian 12 tree (debootstrap
-# minbase + rootfs/packages.txt) with the non-root user `sandbox` (1000:1000)
-# and an empty /mnt/data, shared read-only by every sandbox.
+# Builds a sandbox root filesystem: a Debian 12 tree (debootstrap minbase +
+# rootfs/packages.txt, + rootfs/packages-PROFILE.txt for a profile other
+# than `small`) with the non-root user `sandbox` (1000:1000) and an empty
+# /mnt/data, shared read-only by every sandbox.
 #
-#   rootfs/build.sh [--image] [DIR]     (default DIR: $ROOTFS_DIR or /var/lib/brig/rootfs)
+#   rootfs/build.sh [--image] [--profile small|full] [DIR]
 #
-# Incremental: DIR/etc/brig/rootfs.stamp holds a hash of packages.txt and of
+# PROFILE (or --profile) picks the package lists: `small` (the default)
+# builds into $ROOTFS_DIR or /var/lib/brig/rootfs, `full` (the data stack,
+# compilers and runtimes of packages-full.txt) into /var/lib/brig/rootfs-full.
+# Incremental: DIR/etc/brig/rootfs.stamp holds a hash of the lists and of
 # the build scripts; when it matches, nothing is done. Otherwise the tree is
 # built next to DIR and renamed into place, so DIR is never half-built.
 # --image also writes DIR.squashfs (rebuilt only when the tree was).
@@ -15,21 +19,46 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 suite=bookworm
 image=no
-if [ "${1:-}" = "--image" ]; then
-	image=yes
+profile=${PROFILE:-small}
+usage="usage: rootfs/build.sh [--image] [--profile small|full] [DIR]"
+while [ $# -gt 0 ]; do
+	case $1 in
+	--image) image=yes ;;
+	--profile)
+		[ $# -ge 2 ] || {
+			echo "rootfs: --profile needs a name ($usage)" >&2
+			exit 2
+		}
+		profile=$2
+		shift
+		;;
+	-h | --help)
+		sed -n '2,17s/^# \{0,1\}//p' "$0"
+		exit 0
+		;;
+	-*)
+		echo "rootfs: unknown option $1 ($usage)" >&2
+		exit 2
+		;;
+	*) break ;;
+	esac
 	shift
-fi
-case ${1:-} in
--h | --help)
-	sed -n '2,13s/^# \{0,1\}//p' "$0"
-	exit 0
+done
+case $profile in
+small)
+	extra=""
+	default_dest=${ROOTFS_DIR:-/var/lib/brig/rootfs}
 	;;
--*)
-	echo "rootfs: unknown option $1 (usage: rootfs/build.sh [--image] [DIR])" >&2
-	exit 2
+*)
+	extra=$here/packages-$profile.txt
+	if [ -z "$profile" ] || [ "${profile#*/}" != "$profile" ] || [ ! -f "$extra" ]; then
+		echo "rootfs: unknown profile \`$profile' (no rootfs/packages-$profile.txt)" >&2
+		exit 2
+	fi
+	default_dest=${ROOTFS_DIR:-/var/lib/brig/rootfs-$profile}
 	;;
 esac
-dest=${1:-${ROOTFS_DIR:-/var/lib/brig/rootfs}}
+dest=${1:-$default_dest}
 case $dest in
 /*) ;;
 *) dest=$(pwd)/$dest ;;
@@ -37,7 +66,8 @@ esac
 dest=${dest%/}
 
 stamp_of_sources() {
-	cat "$here/packages.txt" "$here/build.sh" "$here/mirror.sh" | sha256sum | cut -d' ' -f1
+	cat "$here/packages.txt" ${extra:+"$extra"} "$here/build.sh" "$here/mirror.sh" |
+		sha256sum | cut -d' ' -f1
 }
 want=$(stamp_of_sources)
 
@@ -75,7 +105,11 @@ command -v debootstrap >/dev/null || {
 }
 
 mirror=${BRIG_ROOTFS_MIRROR:-$("$here/mirror.sh" "$suite")}
-packages=$(sed -e 's/#.*//' "$here/packages.txt" | tr -s ' \t\n' '\n' | grep -v '^$' | sort -u | paste -sd, -)
+# list FILE...: the package names of the lists, comments dropped.
+list() {
+	sed -e 's/#.*//' "$@" | tr -s ' \t\n' '\n' | grep -v '^$' | sort -u
+}
+packages=$(list "$here/packages.txt" | paste -sd, -)
 
 parent=$(dirname "$dest")
 mkdir -p "$parent"
@@ -101,6 +135,53 @@ debootstrap --variant=minbase --components=main --include="$packages" \
 	exit 1
 }
 rm -f "$tmp.log"
+
+# PHP loads its extensions with RTLD_DEEPBIND, which binds them to glibc's
+# malloc while PHP itself allocates from the preloaded jemalloc, and it
+# crashes on the first extension. Each PHP binary is diverted and run
+# through a wrapper that drops the preload; every other program keeps it.
+without_preload() {
+	for bin in "$tmp"/usr/bin/php[0-9]*; do
+		if [ ! -f "$bin" ] || [ -L "$bin" ]; then continue; fi
+		case $bin in *.distrib) continue ;; esac
+		name=/usr/bin/$(basename "$bin")
+		chroot "$tmp" dpkg-divert --quiet --rename --divert "$name.distrib" --add "$name"
+		printf '#!/bin/sh\n# %s\nunset LD_PRELOAD\nexec %s.distrib "$@"\n' \
+			"brig: PHP runs without the preloaded jemalloc (rootfs/build.sh)" "$name" >"$bin"
+		chmod 0755 "$bin"
+	done
+}
+
+# A profile's own packages go in with apt inside the new tree: its
+# dependency solver handles the alternatives and virtual packages of a
+# large set, which debootstrap's does not. No service is started
+# (policy-rc.d), no recommends are pulled in.
+if [ -n "$extra" ]; then
+	echo "rootfs: apt-get install the packages of $(basename "$extra")"
+	printf '#!/bin/sh\nexit 101\n' >"$tmp/usr/sbin/policy-rc.d"
+	chmod 0755 "$tmp/usr/sbin/policy-rc.d"
+	own_resolv=no
+	if [ ! -s "$tmp/etc/resolv.conf" ]; then
+		cp -L /etc/resolv.conf "$tmp/etc/resolv.conf"
+		own_resolv=yes
+	fi
+	mount -t proc proc "$tmp/proc"
+	# shellcheck disable=SC2046 # one word per package
+	if ! chroot "$tmp" env DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8 \
+		sh -c 'apt-get update -q && apt-get install -y -q --no-install-recommends "$@"' \
+		apt $(list "$extra") >"$tmp.log" 2>&1; then
+		tail -n 20 "$tmp.log" >&2
+		rm -f "$tmp.log"
+		echo "rootfs: apt-get install failed" >&2
+		exit 1
+	fi
+	rm -f "$tmp.log"
+	umount "$tmp/proc"
+	chroot "$tmp" apt-get clean
+	rm -f "$tmp/usr/sbin/policy-rc.d"
+	without_preload
+	[ "$own_resolv" = no ] || rm -f "$tmp/etc/resolv.conf"
+fi
 
 # The user every sandbox process runs as. Fixed ids: the profile and the
 # owner of each bundle's /mnt/data rely on them.

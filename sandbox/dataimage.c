@@ -53,8 +53,7 @@ static int make_ext4(const char *image, uid_t uid, gid_t gid, brig_error_t *err)
     return 0;
 }
 
-/* A free loop device bound to the image, autoclear set. */
-static int attach_loop(int image_fd, char path[64], brig_error_t *err)
+int brig_loop_attach(int image_fd, bool read_only, char path[64], brig_error_t *err)
 {
     cleanup_close int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
     if (ctl < 0)
@@ -70,7 +69,7 @@ static int attach_loop(int image_fd, char path[64], brig_error_t *err)
         if (fd < 0)
             return brig_error_set(err, errno, "open `%s`", path);
         struct loop_config cfg = { .fd = (unsigned) image_fd };
-        cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR;
+        cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR | (read_only ? LO_FLAGS_READ_ONLY : 0);
         if (ioctl(fd, LOOP_CONFIGURE, &cfg) == 0)
             return fd;
         int saved = errno;
@@ -124,7 +123,7 @@ int brig_data_image_setup(const char *dir, int64_t size, uid_t uid, gid_t gid, b
         return brig_error_set(err, errno, "create `%s`", image);
     }
     char loop[64];
-    cleanup_close int loop_fd = attach_loop(fd, loop, err);
+    cleanup_close int loop_fd = brig_loop_attach(fd, false, loop, err);
     if (loop_fd < 0)
         return brig_error_wrap(err, "data image `%s`", image);
     if (mount(loop, mnt, "ext4", MS_NOSUID | MS_NODEV, "errors=remount-ro") < 0)

@@ -8,6 +8,7 @@
 #ifndef BRIG_DATAIMAGE_H
 #define BRIG_DATAIMAGE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -19,6 +20,11 @@
 /* Creates the image (unless one is already there: then it is reused with
  * its contents) and mounts it at dir/data, its root owned by uid:gid. */
 int brig_data_image_setup(const char *dir, int64_t size, uid_t uid, gid_t gid, brig_error_t *err);
+
+/* A free loop device bound to the open image, autoclear set (unmounting
+ * its last mount frees it), read-only if asked: its fd, its path in
+ * `path`. */
+int brig_loop_attach(int image_fd, bool read_only, char path[64], brig_error_t *err);
 
 /* Unmounts dir/data if mounted (which frees the loop device). A missing
  * dir is not an error. */

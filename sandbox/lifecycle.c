@@ -17,6 +17,7 @@
 #include "sandbox/idrange.h"
 #include "sandbox/layout.h"
 #include "sandbox/limits_view.h"
+#include "sandbox/tree_image.h"
 #include "sandbox/locate.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/pod_userns.h"
@@ -133,6 +134,12 @@ static int resolve_settings(const struct brig_create_options *o, struct brig_pro
             s->data_private = 1;
         }
     }
+    /* The default tree may have been shipped as its image. */
+    cleanup_free char *usr = NULL;
+    if (asprintf(&usr, "%s/usr", s->rootfs) < 0)
+        return brig_error_set(err, ENOMEM, "sandbox profile");
+    if (access(usr, F_OK) != 0 && brig_tree_image_mount(s->rootfs, err) < 0)
+        return -1;
     struct stat st;
     if (stat(s->rootfs, &st) < 0 || !S_ISDIR(st.st_mode))
         return brig_error_set(err, stat(s->rootfs, &st) < 0 ? errno : ENOTDIR,

@@ -3,10 +3,14 @@
  * flags, the API's fields), checked the same way for both. */
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "base/cleanup.h"
 #include "sandbox/manage.h"
+#include "sandbox/tree_image.h"
 #include "sandbox/sandbox.h"
 
 static int set_string(char **field, const char *value, brig_error_t *err)
@@ -27,6 +31,59 @@ static int set_path(char **field, const char *shown, const char *value, brig_err
     free(*field);
     *field = abs;
     return 0;
+}
+
+/* A tree at dir: built there (it has /usr), or DIR.squashfs mounted
+ * there (tree_image.h); BRIG_E_INPUT naming `shown` and how to build it
+ * otherwise. */
+static int tree_at(const char *dir, const char *shown, const char *value, const char *profile,
+                   brig_error_t *err)
+{
+    cleanup_free char *usr = NULL;
+    if (asprintf(&usr, "%s/usr", dir) < 0)
+        return brig_error_set(err, ENOMEM, "settings");
+    if (access(usr, F_OK) == 0)
+        return 0;
+    int r = brig_tree_image_mount(dir, err);
+    if (r != 0)
+        return r < 0 ? brig_error_wrap(err, "%s %s", shown, value) : 0;
+    if (profile == NULL)
+        return brig_error_kind(err, BRIG_E_INPUT, "%s %s: no tree at %s", shown, value, dir);
+    return brig_error_kind(err, BRIG_E_INPUT, "%s %s: no tree at %s (build it: make rootfs%s%s)",
+                           shown, value, dir, strcmp(profile, "small") ? " PROFILE=" : "",
+                           strcmp(profile, "small") ? profile : "");
+}
+
+/* --rootfs NAME|DIR: a path (it has a `/` or starts with `.`; DIR or
+ * DIR.squashfs) when paths are allowed, otherwise a tree built by `make
+ * rootfs PROFILE=NAME`: `small` is BRIG_SANDBOX_ROOTFS, any other NAME
+ * BRIG_SANDBOX_ROOTFS-NAME. */
+static int set_rootfs(char **field, const char *shown, const char *value, bool paths,
+                      brig_error_t *err)
+{
+    cleanup_free char *dir = NULL;
+    const char *profile = NULL;
+    if (value[0] == '.' || strchr(value, '/') != NULL) {
+        if (!paths)
+            return brig_error_kind(err, BRIG_E_INPUT, "invalid %s `%s` (a tree's name)", shown,
+                                   value);
+        if (brig_tree_image_strip(value, &dir, err) < 0)
+            return -1;
+        if (dir == NULL && (dir = strdup(value)) == NULL)
+            return brig_error_set(err, ENOMEM, "settings");
+    } else {
+        if (value[0] == '\0'
+            || value[strspn(value, "abcdefghijklmnopqrstuvwxyz0123456789_-")] != '\0')
+            return brig_error_kind(err, BRIG_E_INPUT,
+                                   "invalid %s `%s` (a tree's name: a-z, 0-9, _, -)", shown, value);
+        profile = value;
+        if (strcmp(value, "small") == 0 ? (dir = strdup(BRIG_SANDBOX_ROOTFS)) == NULL
+                                        : asprintf(&dir, "%s-%s", BRIG_SANDBOX_ROOTFS, value) < 0)
+            return brig_error_set(err, ENOMEM, "settings");
+    }
+    if (tree_at(dir, shown, value, profile, err) < 0)
+        return -1;
+    return set_path(field, shown, dir, err);
 }
 
 static int set_size(int64_t *field, const char *shown, const char *value, int64_t min,
@@ -83,8 +140,8 @@ int brig_sandbox_setting(struct brig_profile_settings *s, const char *key, const
                                    value);
         return set_string(&s->userns, value, err);
     }
-    if (paths && strcmp(key, "rootfs") == 0)
-        return set_path(&s->rootfs, shown, value, err);
+    if (strcmp(key, "rootfs") == 0)
+        return set_rootfs(&s->rootfs, shown, value, paths, err);
     if (paths && strcmp(key, "services") == 0)
         return set_path(&s->init_config, shown, value, err);
     if (strcmp(key, "malloc-conf") == 0)
