@@ -407,6 +407,7 @@ said_line() {
 		'{"id": "b1", "data_size": "1K"}' '{"id": "b1", "cpus": "lots"}' '{"id": "b1", "cpus": 0}' \
 		'{"id": "b1", "network": "wifi"}' '{"id": "b1", "ttl": "soon"}' '{"id": "b1", "idle_timeout": "-1s"}' \
 		'{"id": "b1", "exec_timeout": true}' '{"id": "b1", "memory": ["1G"]}' \
+		'{"id": "b1", "rootfs": "/etc"}' '{"id": "b1", "rootfs": "../rootfs"}' '{"id": "b1", "rootfs": "nosuch"}' \
 		'{}' '{"id": ""}' '{"id": ".b1"}' '{"id": "a/b"}' '{"id": 7}' '[]' '"b1"' '{"id": "b1"' 'id=b1' '' \
 		'{"id": "b 1"}' '{"id": "b1\n"}' '{"id": "b\u00e91"}'; do
 		req POST /v1/sandboxes -d "$b"
@@ -417,6 +418,16 @@ said_line() {
 	[ ! -e "$BRIG_SANDBOX_DIR/b1" ]
 	[ ! -e "$BRIG_SANDBOX_DIR/b 1" ]
 	[ ! -e "$SB_ROOT/b1" ]
+}
+
+@test "create with a tree by name: the full toolset, and the sandbox's own limits inside" {
+	req POST /v1/sandboxes -d '{"id": "apifull", "rootfs": "full", "memory": "512M", "cpus": 1, "data_size": "16M"}'
+	[ "$code" = 201 ] || fail "create: $code: $body"
+	exec_cmd apifull sh -c 'nproc; python3 -c "import numpy; print(numpy.arange(4).sum())"; awk "/^MemTotal:/ { print \$2 }" /proc/meminfo'
+	[ "$last" = '{"exit":0}' ] || fail "$events"
+	[ "$(text "$out")" = "$(printf '1\n6\n524288')" ]
+	req DELETE /v1/sandboxes/apifull
+	[ "$code" = 204 ]
 }
 
 @test "get and list: state, age, limits, data and usage of a running sandbox" {
