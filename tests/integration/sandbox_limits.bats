@@ -143,3 +143,15 @@ with ProcessPoolExecutor() as pool:
 	[ "$output" = 262144 ]
 	sb rm l2
 }
+
+@test "brig run --profile sandbox: any bundle's container sees the profile's limits too" {
+	setup_bundle
+	set_args sh -c 'awk "/^MemTotal:/ { print \$2 }" /proc/meminfo; grep -c " /proc/cpuinfo .*fuse.lxcfs" /proc/self/mountinfo'
+	update_config '.root.path = "rootfs"'
+	run brig run --profile sandbox "$CID"
+	[ "$status" -eq 0 ]
+	# The profile's default memory limit, 4 GiB, not the host's.
+	[ "${lines[0]}" = 4194304 ]
+	[ "${lines[1]}" = 1 ]
+	teardown_bundle
+}
