@@ -128,8 +128,33 @@ teardown() {
 	[[ "$stderr" == "rootfs: no \"deb\" entry for suite bookworm in $T/apt/sources.list"* ]]
 }
 
-@test "rootfs: build.sh refuses an unknown option" {
+@test "rootfs: build.sh refuses an unknown option and an unknown profile" {
 	run --separate-stderr "$TOP/rootfs/build.sh" --fast
 	[ "$status" -eq 2 ]
-	[ "$stderr" = "rootfs: unknown option --fast (usage: rootfs/build.sh [--image] [DIR])" ]
+	[ "$stderr" = "rootfs: unknown option --fast (usage: rootfs/build.sh [--image] [--profile small|full] [DIR])" ]
+	run --separate-stderr "$TOP/rootfs/build.sh" --profile ../x "$T/t"
+	[ "$status" -eq 2 ]
+	[ "$stderr" = "rootfs: unknown profile \`../x' (no rootfs/packages-../x.txt)" ]
+	PROFILE=nosuch run --separate-stderr "$TOP/rootfs/build.sh" "$T/t"
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"unknown profile \`nosuch'"* ]]
+	[ ! -e "$T/t" ]
+}
+
+@test "rootfs: the full profile's tree has every package of both lists, is up to date, and PHP skips the preload" {
+	local F=${ROOTFS_FULL_DIR:-/var/lib/brig/rootfs-full}
+	[ -d "$F/usr/bin" ] || fail "no full tree at $F: run \`make rootfs PROFILE=full\`"
+	sed 's/#.*//' "$TOP/rootfs/packages.txt" "$TOP/rootfs/packages-full.txt" | tr -s ' \t' '\n' |
+		while read -r pkg; do
+			[ -z "$pkg" ] || grep -q "^$pkg " "$F/etc/brig/packages.installed" || fail "$pkg not installed"
+		done
+	run "$TOP/rootfs/build.sh" --profile full "$F"
+	[ "$output" = "rootfs: $F is up to date" ]
+	want=$(cat "$TOP/rootfs/packages.txt" "$TOP/rootfs/packages-full.txt" "$TOP/rootfs/build.sh" \
+		"$TOP/rootfs/mirror.sh" | sha256sum | cut -d' ' -f1)
+	[ "$(cat "$F/etc/brig/rootfs.stamp")" = "$want" ]
+	grep -q "unset LD_PRELOAD" "$F/usr/bin/php8.2"
+	[ -x "$F/usr/bin/php8.2.distrib" ]
+	[ ! -e "$F/usr/sbin/policy-rc.d" ]
+	[ -z "$(ls "$F/var/cache/apt/archives/"*.deb 2>/dev/null)" ]
 }
