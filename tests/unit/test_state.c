@@ -48,7 +48,7 @@ static void signals(void)
         { "sigkill", SIGKILL },      { "9", 9 },
         { "USR1", SIGUSR1 },         { "RTMIN", SIGRTMIN },
         { "RTMIN+2", SIGRTMIN + 2 }, { "SIGRTMAX-1", SIGRTMAX - 1 },
-        { "WINCH", SIGWINCH },
+        { "WINCH", SIGWINCH },       { "0", 0 }, /* kill 0: is it alive? */
     };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         int sig = -1;
@@ -56,7 +56,7 @@ static void signals(void)
               good[i].text);
         brig_error_release(&err);
     }
-    const char *bad[] = { "", "FOO", "SIG", "0", "65", "-1", "9x", "RTMIN+99" };
+    const char *bad[] = { "", "FOO", "SIG", "65", "-1", "9x", "RTMIN+99" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int sig;
         CHECK(brig_signal_parse(bad[i], &sig, &err) < 0, "bad signal rejected");
