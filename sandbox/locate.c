@@ -26,6 +26,9 @@
 #ifndef BRIG_API_PATH
 #define BRIG_API_PATH NULL
 #endif
+#ifndef BRIG_UNPACK_PATH
+#define BRIG_UNPACK_PATH NULL
+#endif
 
 static const struct {
     const char *name, *env, *installed;
@@ -35,6 +38,7 @@ static const struct {
     { "brig-fetch", "BRIG_FETCH", BRIG_FETCH_PATH },
     { "brig-reaper", "BRIG_REAPER", BRIG_REAPER_PATH },
     { "brig-api", "BRIG_API", BRIG_API_PATH },
+    { "brig-unpack", "BRIG_UNPACK", BRIG_UNPACK_PATH },
 };
 
 int brig_sandbox_locate_helper(const char *name, char **out, brig_error_t *err)

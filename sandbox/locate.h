@@ -1,14 +1,14 @@
-/* The sandbox's helper programs (brig-init, brig-egress, brig-fetch) and
- * files found as an installed brig, a build tree and a test run each want
- * them. */
+/* The sandbox's helper programs (brig-init, brig-egress, brig-fetch,
+ * brig-unpack, ...) and files found as an installed brig, a build tree
+ * and a test run each want them. */
 #ifndef BRIG_SANDBOX_LOCATE_H
 #define BRIG_SANDBOX_LOCATE_H
 
 #include "base/error.h"
 
 /* One of brig's helper programs by name (brig-init, brig-egress,
- * brig-fetch, brig-reaper, brig-api): its $BRIG_INIT, $BRIG_EGRESS, ...,
- * the build tree's, or the installed one. */
+ * brig-fetch, brig-reaper, brig-api, brig-unpack): its $BRIG_INIT,
+ * $BRIG_EGRESS, ..., the build tree's, or the installed one. */
 int brig_sandbox_locate_helper(const char *name, char **out, brig_error_t *err);
 
 /* Each helper found now and named in its variable where none is set, for
