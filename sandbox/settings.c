@@ -8,6 +8,7 @@
 
 #include "sandbox/manage.h"
 #include "sandbox/sandbox.h"
+#include "sandbox/template.h"
 
 static int set_string(char **field, const char *value, brig_error_t *err)
 {
@@ -85,6 +86,8 @@ int brig_sandbox_setting(struct brig_profile_settings *s, const char *key, const
     }
     if (paths && strcmp(key, "rootfs") == 0)
         return set_path(&s->rootfs, shown, value, err);
+    if (strcmp(key, "template") == 0)
+        return brig_template_settings(value, s, err) < 0 ? brig_error_wrap(err, "%s", shown) : 0;
     if (paths && strcmp(key, "services") == 0)
         return set_path(&s->init_config, shown, value, err);
     if (strcmp(key, "malloc-conf") == 0)
