@@ -65,8 +65,8 @@ static bool db_find(const char *text, const char *key, bool by_id, struct db_ent
     for (const char *line = text; line && *line; line = strchr(line, '\n'), line += !!line) {
         char buf[1024];
         snprintf(buf, sizeof buf, "%.*s", (int) strcspn(line, "\n"), line);
-        char *fields[4] = { buf, NULL, NULL, NULL };
-        for (int i = 1; i < 4 && fields[i - 1]; i++)
+        char *fields[5] = { buf, NULL, NULL, NULL, NULL };
+        for (int i = 1; i < 5 && fields[i - 1]; i++)
             if ((fields[i] = strchr(fields[i - 1], ':')) != NULL)
                 *fields[i]++ = '\0';
         if (fields[2] == NULL || !is_number(fields[2]))
