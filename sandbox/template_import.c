@@ -5,11 +5,13 @@
  * (template_tree.c) and renamed into place; the name is written last.
  * The lock is held only around what changes names and trees, not
  * through the unpacking. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -147,25 +149,61 @@ static int name_tree(int store_fd, struct brig_template *t, const char *user, br
     return brig_template_record_write(store_fd, t, err);
 }
 
-/* The layers unpacked into tmp/NAME.XXXXXX of the store, made ready;
- * its name in the store in *tmp. */
-static int unpack_new(int store_fd, const char *archive, struct summary *sum, char **tmp,
-                      brig_error_t *err)
+/* A temp dir of the store, tmp/NAME.XXXXXX (its name in the store in
+ * *tmp), held with a lock on it as long as *hold is open: an import that
+ * died leaves one nobody holds, which the next import removes. */
+static int make_temp(int store_fd, const char *name, char **tmp, int *hold, brig_error_t *err)
 {
-    struct brig_template *t = sum->t;
     cleanup_free char *path = NULL;
-    if (asprintf(tmp, TEMPLATE_TMP "/%s.XXXXXX", t->name) < 0
+    if (asprintf(tmp, TEMPLATE_TMP "/%s.XXXXXX", name) < 0
         || asprintf(&path, "%s/%s", brig_template_store(), *tmp) < 0)
         return *tmp = NULL, brig_error_set(err, ENOMEM, "template");
     if (mkdtemp(path) == NULL)
         return brig_error_set(err, errno, "mkdir `%s`", path);
     memcpy(*tmp, path + strlen(path) - strlen(*tmp), strlen(*tmp));
+    *hold = openat(store_fd, *tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (*hold < 0 || flock(*hold, LOCK_EX | LOCK_NB) < 0)
+        return brig_error_set(err, errno, "`%s`", path);
+    return 0;
+}
+
+/* Temp dirs of imports that died (nobody holds their lock) removed. */
+static int sweep_temps(int store_fd, brig_error_t *err)
+{
+    int fd = openat(store_fd, TEMPLATE_TMP, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    cleanup_dir DIR *d = fd < 0 ? NULL : fdopendir(fd);
+    if (d == NULL) {
+        if (fd >= 0)
+            close(fd);
+        return brig_error_set(err, errno, "template store: " TEMPLATE_TMP);
+    }
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        cleanup_close int one = openat(dirfd(d), de->d_name,
+                                       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (one >= 0 && flock(one, LOCK_EX | LOCK_NB) == 0
+            && brig_remove_tree_at(dirfd(d), de->d_name, err) < 0)
+            return brig_error_wrap(err, "template store: " TEMPLATE_TMP);
+    }
+    return 0;
+}
+
+/* The layers unpacked into the temp dir, made ready. */
+static int unpack_new(int store_fd, const char *archive, struct summary *sum, const char *tmp,
+                      brig_error_t *err)
+{
+    struct brig_template *t = sum->t;
+    cleanup_free char *path = NULL;
+    if (asprintf(&path, "%s/%s", brig_template_store(), tmp) < 0)
+        return brig_error_set(err, ENOMEM, "template");
     char digest[65];
     memcpy(digest, t->digest, sizeof digest);
     sum->size_only = true;
     if (run_unpack(archive, path, digest, sum, err) < 0)
         return -1;
-    cleanup_close int fd = openat(store_fd, *tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    cleanup_close int fd = openat(store_fd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return brig_error_set(err, errno, "`%s`", path);
     if (brig_template_tree_resolve(fd, *sum->user, t, err) < 0
@@ -197,12 +235,18 @@ static int publish(int store_fd, const char *tmp, struct brig_template *t, bool 
     return -1;
 }
 
-static int import_locked_check(int store_fd, struct summary *sum, bool *there, brig_error_t *err)
+/* Under the lock: what dead imports left swept, the name checked; a
+ * tree that is there named, else a temp dir made for a new one. */
+static int claim(int store_fd, struct summary *sum, bool *there, char **tmp, int *hold,
+                 brig_error_t *err)
 {
     cleanup_close int lock = brig_template_lock(store_fd, err);
-    if (lock < 0 || check_place(store_fd, sum->t->name, sum->t->digest, there, err) < 0)
+    if (lock < 0 || sweep_temps(store_fd, err) < 0
+        || check_place(store_fd, sum->t->name, sum->t->digest, there, err) < 0)
         return -1;
-    return *there ? name_tree(store_fd, sum->t, *sum->user, err) : 0;
+    if (*there)
+        return name_tree(store_fd, sum->t, *sum->user, err);
+    return make_temp(store_fd, sum->t->name, tmp, hold, err);
 }
 
 int brig_template_import(const char *name, const char *archive,
@@ -222,10 +266,11 @@ int brig_template_import(const char *name, const char *archive,
     int r = t.name ? 0 : brig_error_set(err, ENOMEM, "template");
     if (r == 0)
         r = run_unpack(archive, NULL, NULL, &sum, err);
+    cleanup_close int hold = -1;
     if (r == 0)
-        r = import_locked_check(store_fd, &sum, &res->reused, err);
+        r = claim(store_fd, &sum, &res->reused, &tmp, &hold, err);
     if (r == 0 && !res->reused)
-        r = unpack_new(store_fd, archive, &sum, &tmp, err);
+        r = unpack_new(store_fd, archive, &sum, tmp, err);
     if (r == 0 && !res->reused)
         r = publish(store_fd, tmp, &t, &res->reused, err);
     /* What is left of the temp dir: all of it on a failure, the copy

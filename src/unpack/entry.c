@@ -44,14 +44,64 @@ static bool written_by_layer(struct entry_ctx *c, const char *path)
     return tfind(path, &c->this_layer, cmp_path) != NULL;
 }
 
+/* The path and every dir above it are the layer's: an opaque marker
+ * that comes after `d/sub/x` keeps `d/sub`, which no entry named. */
 static int remember(struct entry_ctx *c, const char *path, brig_error_t *err)
 {
-    if (written_by_layer(c, path))
-        return 0;
-    char *copy = strdup(path);
-    if (copy == NULL || tsearch(copy, &c->this_layer, cmp_path) == NULL) {
-        free(copy);
-        return brig_error_set(err, ENOMEM, "entry `%s`", path);
+    for (const char *end = path + strlen(path); end > path;) {
+        char *copy = strndup(path, (size_t) (end - path));
+        if (copy == NULL)
+            return brig_error_set(err, ENOMEM, "entry `%s`", path);
+        if (written_by_layer(c, copy)) {
+            free(copy);
+            return 0;
+        }
+        if (tsearch(copy, &c->this_layer, cmp_path) == NULL) {
+            free(copy);
+            return brig_error_set(err, ENOMEM, "entry `%s`", path);
+        }
+        for (end--; end > path && *end != '/';)
+            end--;
+    }
+    return 0;
+}
+
+/* What the dir `path` ("" the root, else ending in `/`) at dir_fd had
+ * from lower layers removed: what this layer did not write goes, and its
+ * own dirs are cleared the same way, since an opaque dir hides all below
+ * it. */
+static int clear_lower(struct entry_ctx *c, int dir_fd, const char *path, const char *entry,
+                       brig_error_t *err)
+{
+    int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    cleanup_dir DIR *d = fd < 0 ? NULL : fdopendir(fd);
+    if (d == NULL) {
+        if (fd >= 0)
+            close(fd);
+        return brig_error_set(err, errno, "entry `%s`: read `%s`", entry, path);
+    }
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        cleanup_free char *child = NULL;
+        struct stat st;
+        if (asprintf(&child, "%s%s", path, de->d_name) < 0)
+            return brig_error_set(err, ENOMEM, "entry `%s`", entry);
+        if (!written_by_layer(c, child)) {
+            if (unpack_remove(dirfd(d), de->d_name, err) < 0)
+                return brig_error_wrap(err, "entry `%s`", entry);
+            continue;
+        }
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+            continue;
+        cleanup_close int sub = openat(dirfd(d), de->d_name,
+                                       O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        cleanup_free char *sub_path = NULL;
+        if (sub < 0 || asprintf(&sub_path, "%s/", child) < 0)
+            return brig_error_set(err, sub < 0 ? errno : ENOMEM, "entry `%s`", entry);
+        if (clear_lower(c, sub, sub_path, entry, err) < 0)
+            return -1;
     }
     return 0;
 }
@@ -59,25 +109,10 @@ static int remember(struct entry_ctx *c, const char *path, brig_error_t *err)
 /* `.wh..wh..opq`: what the dir had from lower layers goes. */
 static int make_opaque(struct entry_ctx *c, struct target *t, brig_error_t *err)
 {
-    int fd = openat(t->parent_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    cleanup_dir DIR *d = fd < 0 ? NULL : fdopendir(fd);
-    if (d == NULL) {
-        if (fd >= 0)
-            close(fd);
-        return brig_error_set(err, errno, "entry `%s`: read its dir", t->entry);
-    }
-    size_t dir_len = (size_t) (t->base - t->path);
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        cleanup_free char *child = NULL;
-        if (asprintf(&child, "%.*s%s", (int) dir_len, t->path, de->d_name) < 0)
-            return brig_error_set(err, ENOMEM, "entry `%s`", t->entry);
-        if (!written_by_layer(c, child) && unpack_remove(dirfd(d), de->d_name, err) < 0)
-            return brig_error_wrap(err, "entry `%s`", t->entry);
-    }
-    return 0;
+    cleanup_free char *dir = strndup(t->path, (size_t) (t->base - t->path));
+    if (dir == NULL)
+        return brig_error_set(err, ENOMEM, "entry `%s`", t->entry);
+    return clear_lower(c, t->parent_fd, dir, t->entry, err);
 }
 
 /* A whiteout applied; 1 when the entry was one, 0 when not. */

@@ -94,8 +94,9 @@ require_sandbox_host() {
 	# .wh.gone removed etc/gone of the layer below; etc/kept stays.
 	[ ! -e "$t/etc/gone" ] && [ -f "$t/etc/kept" ]
 	[ ! -e "$t/etc/.wh.gone" ]
-	# The opaque dir shows only what its own layer put there.
-	[ "$(cd "$t/opaque" && ls -A | xargs)" = "new" ]
+	# The opaque dir shows only what its own layer put there, below it too
+	# (opaque/sub/old2 of the layer below goes; the layer's sub/fresh stays).
+	[ "$(cd "$t/opaque" && find . | sort | xargs)" = ". ./new ./sub ./sub/fresh" ]
 	# A hard link: one inode, two names, setuid kept.
 	[ "$(stat -c %i "$t/bin/hard")" = "$(stat -c %i "$t/bin/tool")" ]
 	[ "$(stat -c '%h %a %u:%g' "$t/bin/tool")" = "2 4755 0:0" ]

@@ -156,6 +156,7 @@ def layers_image(out):
         entry("etc/.wh.gone"),
         entry("opaque", "dir", mode=0o755),
         entry("opaque/new", data=b"new\n"),
+        entry("opaque/sub/fresh", data=b"new\n"),
         entry("opaque/.wh..wh..opq"),
         entry("bin", "dir", mode=0o755),
         entry("bin/hard", "hardlink", link="bin/tool"),
