@@ -112,15 +112,15 @@ static int resolve_settings(const struct brig_create_options *o, struct brig_pro
     if (stat(s->rootfs, &st) < 0 || !S_ISDIR(st.st_mode))
         return brig_error_set(err, stat(s->rootfs, &st) < 0 ? errno : ENOTDIR,
                               "sandbox rootfs `%s` (build it with `make rootfs`)", s->rootfs);
-    /* A template's tree says where its jemalloc is, or that it has none. */
-    const char *in_tree = s->jemalloc ? s->jemalloc : BRIG_SANDBOX_JEMALLOC;
+    /* A template's tree (s->jemalloc set) was searched at its import,
+     * inside the tree, where a symlink resolves as the sandbox will. */
     cleanup_free char *jemalloc = NULL;
-    if (asprintf(&jemalloc, "%s%s", s->rootfs, in_tree) < 0)
+    if (asprintf(&jemalloc, "%s%s", s->rootfs, BRIG_SANDBOX_JEMALLOC) < 0)
         return brig_error_set(err, ENOMEM, "sandbox profile");
-    if (strcmp(in_tree, BRIG_JEMALLOC_NONE) != 0 && access(jemalloc, R_OK) != 0)
+    if (s->jemalloc == NULL && access(jemalloc, R_OK) != 0)
         return brig_error_set(
             err, errno, "sandbox rootfs `%s` has no jemalloc at %s (rebuild it with `make rootfs`)",
-            s->rootfs, in_tree);
+            s->rootfs, BRIG_SANDBOX_JEMALLOC);
     if (s->init_config && access(s->init_config, R_OK) != 0)
         return brig_error_set(err, errno, "services file `%s`", s->init_config);
     if (brig_profile_on_packages(s) && brig_egress_check_conf(err) < 0)

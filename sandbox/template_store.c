@@ -37,12 +37,30 @@ int brig_template_name_validate(const char *name, brig_error_t *err)
     return 0;
 }
 
+/* The store made, root's alone, and the dirs above it (0755) where
+ * missing. */
+static int make_store(const char *store)
+{
+    if (mkdir(store, 0700) == 0 || errno == EEXIST)
+        return 0;
+    cleanup_free char *path = strdup(store);
+    if (errno != ENOENT || path == NULL)
+        return -1;
+    for (char *p = strchr(path + 1, '/'); p; p = strchr(p + 1, '/')) {
+        *p = '\0';
+        if (mkdir(path, 0755) < 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(store, 0700) == 0 || errno == EEXIST ? 0 : -1;
+}
+
 int brig_template_store_open(const char *store, bool create, brig_error_t *err)
 {
     store = store ? store : brig_template_store();
     static const char *const subs[] = { TEMPLATE_TREES, TEMPLATE_NAMES, TEMPLATE_USERS,
                                         TEMPLATE_TMP };
-    if (create && mkdir(store, 0700) < 0 && errno != EEXIST)
+    if (create && make_store(store) < 0)
         return brig_error_set(err, errno, "template store `%s`", store);
     int fd = open(store, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
