@@ -5,8 +5,9 @@ docker write them, good ones and bad ones.
     template-image.py KIND OUT.tar
 
 KIND:
-  layers          OCI, three gzip layers: a whiteout, an opaque dir, a hard
-                  link, a symlink, a setuid file, an owner and a time to keep
+  layers          OCI, three layers (gzip, zstd, plain): a whiteout, an
+                  opaque dir, a hard link, symlinks, a setuid file, owners
+                  and times to keep
   busybox         docker-archive of a busybox tree (no jemalloc), Env
                   GREETING=hi, WorkingDir /work, User app (1001:1002 in its
                   /etc/passwd and /etc/group)
@@ -23,6 +24,8 @@ import gzip
 import hashlib
 import io
 import json
+import shutil
+import subprocess
 import sys
 import tarfile
 
@@ -84,19 +87,30 @@ def add_file(t, name, data):
     t.addfile(info, io.BytesIO(data))
 
 
-def write_oci(out, layers, gzip_layers=True, corrupt_layer=None, **conf):
-    """layers: raw tars. corrupt_layer: index of a blob whose bytes change
+def compress(raw, how):
+    if how == "gzip":
+        return gzip.compress(raw, mtime=0)
+    if how == "zstd":
+        return subprocess.run(["zstd", "-q", "-c"], input=raw, check=True,
+                              stdout=subprocess.PIPE).stdout
+    return raw
+
+
+def write_oci(out, layers, compression=None, corrupt_layer=None, **conf):
+    """layers: raw tars; compression: "gzip", "zstd" or "none" for each
+    (default gzip). corrupt_layer: index of a blob whose bytes change
     after its digest is taken."""
     blobs = {}
     descs = []
     for i, raw in enumerate(layers):
-        blob = gzip.compress(raw, mtime=0) if gzip_layers else raw
+        how = compression[i] if compression else "gzip"
+        blob = compress(raw, how)
         digest = sha(blob)
         if i == corrupt_layer:
-            blob = gzip.compress(raw + b"\0" * 1024, mtime=0)
+            blob = compress(raw + b"\0" * 1024, how)
         blobs[digest] = blob
         descs.append({"mediaType": "application/vnd.oci.image.layer.v1.tar"
-                      + ("+gzip" if gzip_layers else ""),
+                      + ("" if how == "none" else "+" + how),
                       "digest": "sha256:" + digest, "size": len(blob)})
     config = config_json([sha(r) for r in layers], **conf)
     blobs[sha(config)] = config
@@ -169,7 +183,10 @@ def layers_image(out):
         entry("bin/rel", "symlink", link="../etc/kept"),
         entry("stamp", data=b"t\n", mtime=1234567890),
     ])
-    write_oci(out, [base, middle, top])
+    # Each layer compressed its own way: gzip, zstd (where the zstd tool
+    # is), none.
+    zstd = "zstd" if shutil.which("zstd") else "gzip"
+    write_oci(out, [base, middle, top], compression=["gzip", zstd, "none"])
 
 
 def busybox_image(out):
