@@ -52,8 +52,9 @@ teardown_file() {
 	for id in tp1 tp2 tb1 trm; do
 		"$BRIG" --root "$SB_ROOT" sandbox rm "$id" >/dev/null 2>&1 || true
 	done
-	# podman's vfs layers hold read-only dirs: podman removes its own.
-	tpl_podman system reset -f >/dev/null 2>&1 || true
+	# The image went at setup; its storage is the file's alone (not
+	# `system reset`, which would touch the host's networks too).
+	tpl_podman rmi -a -f >/dev/null 2>&1 || true
 	rm -rf "$BATS_FILE_TMPDIR/podman" "$BATS_FILE_TMPDIR/podman-run"
 }
 
