@@ -92,8 +92,10 @@ int main(int argc, char **argv)
     struct unpack_image im;
     uint64_t size = 0;
     int r = unpack_image_load(o.image, &im, &err);
-    if (r == 0 && o.into)
-        r = unpack_into(&im, &o, &size, &err);
+    if (r == 0 && o.into && unpack_into(&im, &o, &size, &err) < 0) {
+        unpack_image_clear(&im);
+        r = -1;
+    }
     if (r < 0) {
         fprintf(stderr, "%s\n", err->msg);
         brig_error_release(&err);
