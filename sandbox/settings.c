@@ -86,8 +86,14 @@ int brig_sandbox_setting(struct brig_profile_settings *s, const char *key, const
     }
     if (paths && strcmp(key, "rootfs") == 0)
         return set_path(&s->rootfs, shown, value, err);
+    /* A template that is not there is the user's to fix. */
+    if (strcmp(key, "template") == 0 && brig_template_settings(value, s, err) < 0) {
+        if ((*err)->errnum == ENOENT)
+            (*err)->errnum = BRIG_E_INPUT;
+        return brig_error_wrap(err, "%s", shown);
+    }
     if (strcmp(key, "template") == 0)
-        return brig_template_settings(value, s, err) < 0 ? brig_error_wrap(err, "%s", shown) : 0;
+        return 0;
     if (paths && strcmp(key, "services") == 0)
         return set_path(&s->init_config, shown, value, err);
     if (strcmp(key, "malloc-conf") == 0)
