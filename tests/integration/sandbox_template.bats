@@ -65,7 +65,7 @@ setup() {
 # The store holds no name, tree or temp dir but the ones given (names).
 store_has_only() {
 	local want="$*" got
-	got=$(ls "$BRIG_TEMPLATE_DIR/names" 2>/dev/null | sort | xargs)
+	got=$(find "$BRIG_TEMPLATE_DIR/names" -mindepth 1 -printf '%f\n' 2>/dev/null | sort | xargs)
 	[ "$got" = "$want" ] || fail "names in the store: '$got', want '$want'"
 	[ -z "$(ls -A "$BRIG_TEMPLATE_DIR/tmp" 2>/dev/null)" ] ||
 		fail "temp dirs left: $(ls -A "$BRIG_TEMPLATE_DIR/tmp")"
@@ -163,7 +163,7 @@ require_sandbox_host() {
 	# The same image: one tree for both names.
 	[[ "$output" == *"its tree was there: shared"* ]]
 	[ "$(tree pdocker)" = "$(tree poci)" ]
-	[ "$(ls "$BRIG_TEMPLATE_DIR/trees" | wc -l)" -eq 1 ]
+	[ "$(find "$BRIG_TEMPLATE_DIR/trees" -mindepth 1 -maxdepth 1 | wc -l)" -eq 1 ]
 	create_from pdocker tp1
 	run sb exec tp1 -- sh -c 'pwd; echo "$FOO"; id -u; echo "$LD_PRELOAD"'
 	[ "$status" -eq 0 ] || fail "exec: $output"
