@@ -123,19 +123,24 @@ static int oci_manifest(const char *archive, yajl_val *manifest, brig_error_t *e
     yajl_val index;
     if (parse_json(text, "index.json", &index, err) < 0)
         return -1;
+    /* An index may name another index (a multi-platform image): a blob
+     * that lists manifests is one, whatever its descriptor said. */
     for (int depth = 0; depth < INDEX_DEPTH_MAX; depth++) {
         cleanup_json yajl_val parent = index;
-        yajl_val d = pick_manifest(parent);
+        yajl_val d = pick_manifest(parent), next = NULL;
         if (d == NULL)
             return brig_error_kind(err, BRIG_E_INPUT, "index.json: no manifest");
         const char *mt = string_field(d, "mediaType");
         bool nested = mt && (strcmp(mt, MT_INDEX) == 0 || strcmp(mt, MT_DOCKER_LIST) == 0);
-        if (read_oci_blob(archive, string_field(d, "digest"), nested ? "index" : "manifest",
-                          nested ? &index : manifest, hex, err)
+        if (read_oci_blob(archive, string_field(d, "digest"), nested ? "index" : "manifest", &next,
+                          hex, err)
             < 0)
             return -1;
-        if (!nested)
+        if (field(next, "manifests", yajl_t_array) == NULL) {
+            *manifest = next;
             return 0;
+        }
+        index = next;
     }
     yajl_tree_free(index);
     return brig_error_kind(err, BRIG_E_INPUT, "index.json: indexes nested too deep");
