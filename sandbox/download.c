@@ -7,14 +7,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
@@ -91,43 +88,6 @@ static void fetch_argv(const char *url, const struct brig_sandbox_download_optio
     a->argv[n] = NULL;
 }
 
-/* The child: the file as stdout, the pipe as stderr, nothing else of
- * ours; signals as they come (brig blocks some around its children);
- * killed when the thread that forked it ends (it waits for it), so a
- * killed caller leaves no download running. */
-static void exec_fetch(const char *prog, char **argv, int out_fd, int err_fd)
-{
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (null < 0 || dup2(null, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0)
-        _exit(127);
-    close_range(3, ~0U, 0);
-    execv(prog, argv);
-    _exit(127);
-}
-
-/* The first line of what the child wrote on `fd`, until it closes it. */
-static void read_line(int fd, char *line, size_t size)
-{
-    size_t len = 0;
-    char drop[256];
-    for (;;) {
-        ssize_t n = len < size - 1 ? read(fd, line + len, size - 1 - len)
-                                   : read(fd, drop, sizeof drop);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        if (len < size - 1)
-            len += (size_t) n;
-    }
-    line[len] = '\0';
-    line[strcspn(line, "\n")] = '\0';
-}
-
 /* An error whose errnum says its kind, with no strerror after it. */
 static int kind_error(brig_error_t *err, int errnum, const char *msg, const char *url)
 {
@@ -161,28 +121,12 @@ static int fetch_result(int status, const char *line, const char *url, brig_erro
 static int run_fetch(const char *url, const struct brig_sandbox_download_options *o, int out_fd,
                      brig_error_t *err)
 {
-    cleanup_free char *prog = NULL;
-    if (brig_sandbox_locate_helper("brig-fetch", &prog, err) < 0)
-        return brig_error_wrap(err, DL);
     struct fetch_args a;
     fetch_argv(url, o, &a);
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) < 0)
-        return brig_error_set(err, errno, DL ": pipe");
-    cleanup_close int rd = fds[0];
-    pid_t pid = fork();
-    if (pid == 0)
-        exec_fetch(prog, a.argv, out_fd, fds[1]);
-    int saved = errno;
-    close(fds[1]);
-    if (pid < 0)
-        return brig_error_set(err, saved, DL ": fork");
     char line[LINE_MAX_BYTES];
-    read_line(rd, line, sizeof line);
     int status;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR)
-            return brig_error_set(err, errno, DL ": wait for brig-fetch");
+    if (brig_sandbox_run_helper("brig-fetch", a.argv, out_fd, line, sizeof line, &status, err) < 0)
+        return brig_error_wrap(err, DL);
     return fetch_result(status, line, url, err);
 }
 

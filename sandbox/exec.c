@@ -29,13 +29,6 @@ static int check_options(const struct brig_sandbox_exec_options *o, brig_error_t
 {
     if (o->argv == NULL || o->argv[0] == NULL || o->argv[0][0] == '\0')
         return brig_error_kind(err, BRIG_E_INPUT, WHAT ": missing the command to run");
-    /* Every process in a sandbox runs as its user, whoever asks. */
-    if (o->user && strcmp(o->user, "1000") != 0 && strcmp(o->user, "1000:1000") != 0
-        && strcmp(o->user, "sandbox") != 0)
-        return brig_error_kind(err, BRIG_E_INPUT,
-                               WHAT ": user `%s`: a sandbox runs every process as its user "
-                                    "sandbox (1000:1000)",
-                               o->user);
     if (o->cwd && o->cwd[0] != '/')
         return brig_error_kind(err, BRIG_E_INPUT, WHAT ": cwd `%s` is not an absolute path",
                                o->cwd);
@@ -53,8 +46,34 @@ static size_t count(char *const *v)
     return n;
 }
 
+/* Every process in a sandbox runs as its user (1000:1000 `sandbox`, or
+ * its template's), whoever asks: `user` may only name it. */
+static int check_user(const char *user, const struct brig_process *init, brig_error_t *err)
+{
+    if (user == NULL)
+        return 0;
+    static const struct brig_process none;
+    const struct brig_process *p = init ? init : &none;
+    uint32_t uid = init ? p->user.uid : BRIG_SANDBOX_UID;
+    uint32_t gid = init ? p->user.gid : BRIG_SANDBOX_GID;
+    char id[24], ids[48];
+    snprintf(id, sizeof id, "%u", uid);
+    snprintf(ids, sizeof ids, "%u:%u", uid, gid);
+    const char *name = NULL;
+    for (size_t i = 0; i < p->env.n && name == NULL; i++)
+        if (strncmp(p->env.v[i], "USER=", 5) == 0)
+            name = p->env.v[i] + 5;
+    if (strcmp(user, id) == 0 || strcmp(user, ids) == 0
+        || strcmp(user, name ? name : "sandbox") == 0)
+        return 0;
+    return brig_error_kind(err, BRIG_E_INPUT,
+                           "user `%s`: a sandbox runs every process as its user %s (%s)", user,
+                           name ? name : "sandbox", ids);
+}
+
 /* The container's process with the caller's argv, env, cwd and terminal;
- * the rest (user, capabilities, limits) the handler imposes. */
+ * the rest (user, capabilities, limits) the handler imposes. The cwd is
+ * the init's (/mnt/data, or the template's WorkingDir) unless asked. */
 static int start(const struct brig_sandbox_exec_options *o, struct brig_opened_container *opened,
                  const struct brig_spec *spec, pid_t *pid, brig_error_t *err)
 {
@@ -64,7 +83,9 @@ static int start(const struct brig_sandbox_exec_options *o, struct brig_opened_c
     p.args.n = count(o->argv);
     p.terminal = o->tty;
     p.has_console_size = false;
-    p.cwd = (char *) (o->cwd ? o->cwd : BRIG_SANDBOX_DATA);
+    if (check_user(o->user, spec ? spec->process : NULL, err) < 0)
+        return -1;
+    p.cwd = (char *) (o->cwd ? o->cwd : p.cwd && p.cwd[0] ? p.cwd : BRIG_SANDBOX_DATA);
     cleanup_free char **env = brig_env_overlay(&p.env, o->env, count(o->env), &p.env.n);
     if (env == NULL)
         return brig_error_set(err, ENOMEM, WHAT);

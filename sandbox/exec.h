@@ -18,8 +18,9 @@ struct brig_sandbox_exec_options {
     const char *id;
     char *const *argv; /* NULL-terminated, at least one */
     char *const *env;  /* NAME=VALUE, NULL-terminated, over the sandbox's; NULL: none */
-    const char *cwd;   /* NULL: /mnt/data */
-    const char *user;  /* NULL, "1000" or "1000:1000": a sandbox has one user */
+    const char *cwd;   /* NULL: the init's (/mnt/data, or its template's WorkingDir) */
+    const char *user;  /* NULL, or the sandbox's one user: "1000", "1000:1000", "sandbox"
+                          (a template's user: its ids or name) */
     bool tty;          /* a pty: its master lands in *pty_master */
     int *pty_master;   /* with tty */
     const int *stdio;  /* fds 0, 1, 2 of the process; NULL: the caller's own */

@@ -144,10 +144,12 @@ static int resolve_settings(const struct brig_create_options *o, struct brig_pro
     if (stat(s->rootfs, &st) < 0 || !S_ISDIR(st.st_mode))
         return brig_error_set(err, stat(s->rootfs, &st) < 0 ? errno : ENOTDIR,
                               "sandbox rootfs `%s` (build it with `make rootfs`)", s->rootfs);
+    /* A template's tree (s->jemalloc set) was searched at its import,
+     * inside the tree, where a symlink resolves as the sandbox will. */
     cleanup_free char *jemalloc = NULL;
     if (asprintf(&jemalloc, "%s%s", s->rootfs, BRIG_SANDBOX_JEMALLOC) < 0)
         return brig_error_set(err, ENOMEM, "sandbox profile");
-    if (access(jemalloc, R_OK) != 0)
+    if (s->jemalloc == NULL && access(jemalloc, R_OK) != 0)
         return brig_error_set(
             err, errno, "sandbox rootfs `%s` has no jemalloc at %s (rebuild it with `make rootfs`)",
             s->rootfs, BRIG_SANDBOX_JEMALLOC);
@@ -349,8 +351,8 @@ static int sandbox_setup(const void *data, int dir_fd, struct brig_spec *spec, b
     }
     if (r > 0)
         r = setup_userns(dir_fd, &s, spec, err);
-    uid_t uid = BRIG_SANDBOX_UID;
-    gid_t gid = BRIG_SANDBOX_GID;
+    uint32_t uid, gid;
+    brig_profile_user(&s, &uid, &gid);
     if (r >= 0 && brig_profile_userns_auto(&s))
         brig_sandbox_user_on_host(&s, &uid, &gid);
     if (r >= 0)

@@ -21,6 +21,7 @@
 #include "sandbox/lifetime.h"
 #include "sandbox/reaper.h"
 #include "sandbox/sandbox.h"
+#include "sandbox/template.h"
 #include "sandbox/userns.h"
 #include "spec/spec.h"
 
@@ -221,6 +222,9 @@ int brig_sandbox_create(const struct brig_sandbox_create_options *o, brig_error_
         recorded = (r = write_lifetime(o, fresh, &old_lifetime, err)) == 0;
     if (r == 0 && (o->ttl_ms || o->idle_ms) && brig_sandbox_reaper_ensure(err) < 0)
         r = brig_error_wrap(err, CREATE);
+    /* Recorded before it starts: the template can't go under it. */
+    if (r == 0 && o->settings->template_name)
+        r = brig_template_use(o->settings, dir, err);
     if (r == 0)
         r = brig_sandbox_path(o->id, BRIG_SANDBOX_BUNDLE, &bundle, err);
     if (r == 0)
@@ -271,6 +275,11 @@ static int remove_parts(const char *root, const char *id, brig_error_t *err)
         return errno == ENOENT ? 0 : brig_error_set(err, errno, "open `%s`", home);
     if (faccessat(home_fd, id, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
         return 0;
+    /* Its template is free of it (a record left would be dropped at the
+     * template's next count anyway). */
+    brig_error_t ignored = NULL;
+    brig_template_unuse(dir, &ignored);
+    brig_error_release(&ignored);
     /* Its range is freed once nothing of it is left: data that outlived
      * a failed removal still belongs to those ids. */
     struct brig_idrange range;

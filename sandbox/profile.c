@@ -53,6 +53,11 @@ void brig_profile_settings_clear(struct brig_profile_settings *s)
     free(s->lxcfs);
     free(s->cpuset);
     free(s->notice);
+    free(s->template_name);
+    free(s->jemalloc);
+    free(s->user_name);
+    free(s->workdir);
+    brig_strv_free(&s->env);
     *s = (struct brig_profile_settings){ 0 };
 }
 
@@ -67,12 +72,37 @@ struct setting {
 #define NUM(f) { #f, false, offsetof(struct brig_profile_settings, f) }
 /* clang-format on */
 static const struct setting settings[] = {
-    STR(rootfs),      STR(data_dir),     STR(init_path),  STR(init_config), STR(netns),
-    STR(malloc_conf), STR(seccomp_path), NUM(data_size),  NUM(memory),      NUM(pids),
-    NUM(cpus_milli),  STR(userns),       NUM(userns_uid), NUM(userns_gid),  NUM(data_private),
-    STR(network),     STR(ca_bundle),    NUM(pod),        STR(pod_userns),  STR(lxcfs),
+    STR(rootfs),
+    STR(data_dir),
+    STR(init_path),
+    STR(init_config),
+    STR(netns),
+    STR(malloc_conf),
+    STR(seccomp_path),
+    NUM(data_size),
+    NUM(memory),
+    NUM(pids),
+    NUM(cpus_milli),
+    STR(userns),
+    NUM(userns_uid),
+    NUM(userns_gid),
+    NUM(data_private),
+    STR(network),
+    STR(ca_bundle),
+    NUM(pod),
+    STR(pod_userns),
+    STR(lxcfs),
     STR(cpuset),
+    STR(jemalloc),
+    NUM(user_uid),
+    NUM(user_gid),
+    STR(user_name),
+    STR(workdir),
+    { "template", true, offsetof(struct brig_profile_settings, template_name) },
 };
+
+/* The image's Env, a line each: `env=NAME=VALUE`. */
+#define ENV_KEY "env"
 
 int brig_profile_settings_format(const struct brig_profile_settings *s, char **out,
                                  brig_error_t *err)
@@ -94,6 +124,8 @@ int brig_profile_settings_format(const struct brig_profile_settings *s, char **o
         }
     }
     fprintf(f, "detached_init=%d\n", s->detached_init);
+    for (size_t i = 0; i < s->env.n; i++)
+        fprintf(f, ENV_KEY "=%s\n", s->env.v[i]);
     if (fclose(f) != 0) {
         free(buf);
         return brig_error_set(err, ENOMEM, "sandbox profile");
@@ -113,6 +145,10 @@ static int parse_line(char *line, struct brig_profile_settings *s, brig_error_t 
         s->detached_init = strcmp(v, "1") == 0;
         return 0;
     }
+    if (strcmp(line, ENV_KEY) == 0)
+        return brig_profile_strv_add(&s->env, v) < 0
+                   ? brig_error_set(err, ENOMEM, "sandbox profile")
+                   : 0;
     for (size_t i = 0; i < sizeof settings / sizeof *settings; i++) {
         const struct setting *k = &settings[i];
         if (strcmp(k->key, line) != 0)
@@ -234,6 +270,11 @@ int brig_profile_strv_add_unique(struct brig_strv *s, const char *item)
     for (size_t i = 0; i < s->n; i++)
         if (strcmp(s->v[i], item) == 0)
             return 0;
+    return brig_profile_strv_add(s, item);
+}
+
+int brig_profile_strv_add(struct brig_strv *s, const char *item)
+{
     char **bigger = realloc(s->v, (s->n + 2) * sizeof *bigger);
     if (bigger == NULL)
         return -1;
@@ -316,7 +357,10 @@ int brig_profile_drop_privileges(struct brig_process *p, uint32_t uid, uint32_t 
  * anywhere in the sandbox allocates through the same jemalloc setup. */
 static int wire_allocator(struct brig_strv *env, const struct brig_profile_settings *s)
 {
-    if (env_set(env, "LD_PRELOAD", BRIG_SANDBOX_JEMALLOC) < 0
+    /* A template's image without jemalloc: nothing to preload. */
+    if (s->jemalloc && strcmp(s->jemalloc, BRIG_JEMALLOC_NONE) == 0)
+        return 0;
+    if (env_set(env, "LD_PRELOAD", s->jemalloc ? s->jemalloc : BRIG_SANDBOX_JEMALLOC) < 0
         || env_set(env, "MALLOC_CONF", s->malloc_conf) < 0)
         return -1;
     return 0;
@@ -356,14 +400,36 @@ static int wire_proxy(struct brig_strv *env, const struct brig_profile_settings 
     return 0;
 }
 
+void brig_profile_user(const struct brig_profile_settings *s, uint32_t *uid, uint32_t *gid)
+{
+    *uid = s->user_uid > 0 ? (uint32_t) s->user_uid : BRIG_SANDBOX_UID;
+    *gid = s->user_uid > 0 ? (uint32_t) s->user_gid : BRIG_SANDBOX_GID;
+}
+
+/* A template's Env over the bundle's. */
+static int apply_image_env(struct brig_strv *env, const struct brig_profile_settings *s)
+{
+    for (size_t i = 0; i < s->env.n; i++) {
+        cleanup_free char *name = strndup(s->env.v[i], strcspn(s->env.v[i], "="));
+        const char *value = strchr(s->env.v[i], '=');
+        if (name == NULL || env_set(env, name, value ? value + 1 : "") < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static int apply_process(struct brig_process *p, const struct brig_profile_settings *s)
 {
-    if (brig_profile_drop_privileges(p, BRIG_SANDBOX_UID, BRIG_SANDBOX_GID) < 0
-        || replace_str(&p->cwd, BRIG_SANDBOX_DATA) < 0)
+    uint32_t uid, gid;
+    brig_profile_user(s, &uid, &gid);
+    if (brig_profile_drop_privileges(p, uid, gid) < 0
+        || replace_str(&p->cwd, s->workdir ? s->workdir : BRIG_SANDBOX_DATA) < 0
+        || apply_image_env(&p->env, s) < 0)
         return -1;
     if (!env_has(&p->env, "PATH") && env_set(&p->env, "PATH", SANDBOX_PATH) < 0)
         return -1;
-    if (env_set(&p->env, "HOME", BRIG_SANDBOX_HOME) < 0 || env_set(&p->env, "USER", "sandbox") < 0
+    if (env_set(&p->env, "HOME", BRIG_SANDBOX_HOME) < 0
+        || env_set(&p->env, "USER", s->user_name ? s->user_name : "sandbox") < 0
         || wire_allocator(&p->env, s) < 0 || wire_proxy(&p->env, s) < 0)
         return -1;
     /* brig-init in front: PID 1 reaps and supervises; with a command it
@@ -462,8 +528,13 @@ static int apply_mounts(struct brig_spec *spec, const struct brig_profile_settin
     spec->n_mounts = kept;
     static const char *const tmp[] = { "nosuid", "nodev", "mode=1777", "size=512m", NULL };
     static const char *const run[] = { "nosuid", "nodev", "noexec", "mode=0755", "size=64m", NULL };
-    static const char *const home[] = { "nosuid",   "nodev",     "mode=0700", "uid=1000",
-                                        "gid=1000", "size=512m", NULL };
+    uint32_t uid, gid;
+    brig_profile_user(s, &uid, &gid);
+    char home_uid[32], home_gid[32];
+    snprintf(home_uid, sizeof home_uid, "uid=%u", uid);
+    snprintf(home_gid, sizeof home_gid, "gid=%u", gid);
+    const char *const home[] = { "nosuid", "nodev",     "mode=0700", home_uid,
+                                 home_gid, "size=512m", NULL };
     static const char *const data[] = { "bind", "nosuid", "nodev", "rw", NULL };
     static const char *const ro[] = { "bind", "ro", "nosuid", "nodev", NULL };
     cleanup_free char *data_source = NULL;
@@ -653,8 +724,12 @@ int brig_profile_impose_exec(struct brig_process *p, const struct brig_process *
     p->oom_score_adj = init->oom_score_adj;
     /* A pod's container runs as its init does (the image's user, or the
      * sandbox's); a sandbox as the sandbox's user. */
-    uint32_t uid = s->pod ? init->user.uid : BRIG_SANDBOX_UID;
-    uint32_t gid = s->pod ? init->user.gid : BRIG_SANDBOX_GID;
+    uint32_t uid, gid;
+    brig_profile_user(s, &uid, &gid);
+    if (s->pod) {
+        uid = init->user.uid;
+        gid = init->user.gid;
+    }
     bool oom = false;
     if (brig_profile_drop_privileges(p, uid, gid) < 0
         || brig_rlimits_copy(&p->rlimits, &p->n_rlimits, init->rlimits, init->n_rlimits) < 0
@@ -680,7 +755,8 @@ int brig_profile_impose_exec(struct brig_process *p, const struct brig_process *
     if (!oom
         && ((!env_has(&p->env, "PATH") && env_set(&p->env, "PATH", SANDBOX_PATH) < 0)
             || (!env_has(&p->env, "HOME") && env_set(&p->env, "HOME", BRIG_SANDBOX_HOME) < 0)
-            || (!env_has(&p->env, "USER") && env_set(&p->env, "USER", "sandbox") < 0)
+            || (!env_has(&p->env, "USER")
+                && env_set(&p->env, "USER", s->user_name ? s->user_name : "sandbox") < 0)
             || wire_allocator(&p->env, s) < 0 || wire_proxy(&p->env, s) < 0))
         oom = true;
     return oom ? brig_error_set(err, ENOMEM, "sandbox profile") : 0;

@@ -77,7 +77,21 @@ struct brig_profile_settings {
     char *cpuset;         /* the CPUs it runs on; NULL: all */
     char *notice;         /* not kept: what create should tell its caller (no view of
                              the limits); NULL: nothing */
+    /* A sandbox made from a template (template.h): its name, and the
+     * image's defaults. None of them set: the sandbox's own. */
+    char *template_name;
+    char *jemalloc;   /* in the tree; BRIG_JEMALLOC_NONE: no preload; NULL: the default */
+    int64_t user_uid; /* the user every process runs as; 0: BRIG_SANDBOX_UID/GID */
+    int64_t user_gid;
+    char *user_name;      /* its $USER; NULL: sandbox */
+    char *workdir;        /* init's and exec's cwd; NULL: /mnt/data */
+    struct brig_strv env; /* NAME=VALUE under every process's own (the image's Env) */
 };
+
+#define BRIG_JEMALLOC_NONE "none"
+
+/* The uid and gid a sandbox's processes run as inside. */
+void brig_profile_user(const struct brig_profile_settings *s, uint32_t *uid, uint32_t *gid);
 
 /* The defaults; strings duplicated. -1 on out-of-memory. */
 int brig_profile_settings_default(struct brig_profile_settings *s, brig_error_t *err);

@@ -10,7 +10,8 @@
 /* uid and gid alone (no supplementary group, no user name), no
  * capability in any set, no_new_privs. -1 on out-of-memory. */
 int brig_profile_drop_privileges(struct brig_process *p, uint32_t uid, uint32_t gid);
-/* item appended unless s has it. -1 on out-of-memory. */
+/* item appended (unless s has it). -1 on out-of-memory. */
+int brig_profile_strv_add(struct brig_strv *s, const char *item);
 int brig_profile_strv_add_unique(struct brig_strv *s, const char *item);
 /* A mount appended to the spec's. -1 on out-of-memory. */
 int brig_profile_add_mount(struct brig_spec *spec, const char *dest, const char *type,

@@ -37,8 +37,9 @@ int brig_sandbox_settings_read(const char *root, const char *id, struct brig_pro
                                brig_error_t *err);
 
 /* Sets the knob `key` (data-size, memory, pids, cpus, network, userns,
- * malloc-conf; with `paths` also rootfs, services, and a network
- * namespace's path for network) from a user's text, checked: a bad value
+ * malloc-conf, template (template.h: its tree, user and defaults); with
+ * `paths` also rootfs, services, and a network namespace's path for
+ * network) from a user's text, checked: a bad value
  * is BRIG_E_INPUT, its message naming it as `shown` ("--memory",
  * "memory"). A path is made absolute. */
 int brig_sandbox_setting(struct brig_profile_settings *s, const char *key, const char *shown,

@@ -12,6 +12,7 @@
 #include "sandbox/manage.h"
 #include "sandbox/tree_image.h"
 #include "sandbox/sandbox.h"
+#include "sandbox/template.h"
 
 static int set_string(char **field, const char *value, brig_error_t *err)
 {
@@ -142,6 +143,14 @@ int brig_sandbox_setting(struct brig_profile_settings *s, const char *key, const
     }
     if (strcmp(key, "rootfs") == 0)
         return set_rootfs(&s->rootfs, shown, value, paths, err);
+    /* A template that is not there is the user's to fix. */
+    if (strcmp(key, "template") == 0 && brig_template_settings(value, s, err) < 0) {
+        if ((*err)->errnum == ENOENT)
+            (*err)->errnum = BRIG_E_INPUT;
+        return brig_error_wrap(err, "%s", shown);
+    }
+    if (strcmp(key, "template") == 0)
+        return 0;
     if (paths && strcmp(key, "services") == 0)
         return set_path(&s->init_config, shown, value, err);
     if (strcmp(key, "malloc-conf") == 0)

@@ -158,10 +158,12 @@ int brig_sandbox_userns_acquire(struct brig_profile_settings *s, brig_error_t *e
     return 0;
 }
 
-void brig_sandbox_user_on_host(const struct brig_profile_settings *s, uid_t *uid, gid_t *gid)
+void brig_sandbox_user_on_host(const struct brig_profile_settings *s, uint32_t *uid, uint32_t *gid)
 {
-    *uid = (uid_t) (s->userns_uid + BRIG_SANDBOX_UID);
-    *gid = (gid_t) (s->userns_gid + BRIG_SANDBOX_GID);
+    uint32_t in_uid, in_gid;
+    brig_profile_user(s, &in_uid, &in_gid);
+    *uid = (uint32_t) s->userns_uid + in_uid;
+    *gid = (uint32_t) s->userns_gid + in_gid;
 }
 
 static int tree_path(const char *data_dir, char **out, brig_error_t *err)

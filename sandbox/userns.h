@@ -8,6 +8,7 @@
 #define BRIG_SANDBOX_USERNS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "base/error.h"
@@ -47,8 +48,9 @@ int brig_sandbox_data_close(const char *data_dir, brig_error_t *err);
 int brig_sandbox_images_share(int image_fd, const struct brig_profile_settings *s,
                               brig_error_t *err);
 
-/* The host uid and gid the sandbox user (1000 inside) is. */
-void brig_sandbox_user_on_host(const struct brig_profile_settings *s, uid_t *uid, gid_t *gid);
+/* The host uid and gid the sandbox user (1000 inside, or its
+ * template's) is. */
+void brig_sandbox_user_on_host(const struct brig_profile_settings *s, uint32_t *uid, uint32_t *gid);
 
 /* The shared tree bound at DATA_DIR/tree through the settings' range
  * (a bind left there before is replaced). The error, where the kernel or

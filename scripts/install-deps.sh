@@ -6,7 +6,7 @@ set -eu
 PACKAGES="
 	build-essential autoconf automake pkg-config
 	libseccomp-dev libyajl-dev libcap-dev
-	criu libprotobuf-c-dev protobuf-c-compiler libcurl4-openssl-dev libmicrohttpd-dev libsystemd-dev curl
+	criu libprotobuf-c-dev protobuf-c-compiler libcurl4-openssl-dev libmicrohttpd-dev libsystemd-dev libarchive-dev curl
 	bats busybox-static jq iproute2 procps coreutils util-linux mount
 	python3 podman docker.io
 	debootstrap squashfs-tools e2fsprogs lxcfs

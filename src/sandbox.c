@@ -26,7 +26,9 @@ static const char usage[] =
     "  rm ID                        kill it and remove everything, /mnt/data included\n"
     "  reap                         remove the sandboxes whose ttl or idle timeout passed\n"
     "  checkpoint [options] ID      dump its processes to disk (criu), data kept\n"
-    "  restore [options] ID         bring a checkpointed sandbox back\n\n"
+    "  restore [options] ID         bring a checkpointed sandbox back\n"
+    "  template COMMAND ...         trees from OCI image archives and docker-archives\n"
+    "                               (import NAME IMAGE.tar, ls, rm NAME)\n\n"
     "See `brig sandbox COMMAND --help` and brig-sandbox(8).\n";
 
 /* ---- rm ---- */
@@ -65,7 +67,7 @@ static void print_left(const struct brig_sandbox_entry *e, char *buf, size_t len
         brig_sandbox_span(e->deadline_ms - brig_sandbox_now_ms(), buf, len);
 }
 
-static void print_size(uint64_t bytes, char *buf, size_t len)
+void sandbox_print_size(uint64_t bytes, char *buf, size_t len)
 {
     static const char units[] = "BKMGT";
     double v = (double) bytes;
@@ -86,8 +88,8 @@ static void print_entry(const struct brig_sandbox_entry *e)
     brig_sandbox_span((int64_t) (time(NULL) - e->mtime) * 1000, age, sizeof age);
     print_left(e, left, sizeof left);
     if (e->data_mounted) {
-        print_size(e->data_used, used, sizeof used);
-        print_size(e->data_size, size, sizeof size);
+        sandbox_print_size(e->data_used, used, sizeof used);
+        sandbox_print_size(e->data_size, size, sizeof size);
         snprintf(data, sizeof data, "%s/%s", used, size);
     }
     /* No container: the leftovers of a failed create. */
@@ -153,6 +155,7 @@ int brig_cmd_sandbox(int argc, char **argv)
         { "restore", sandbox_cmd_restore },
         { "reap", sandbox_cmd_reap },
         { "session", sandbox_cmd_session },
+        { "template", sandbox_cmd_template },
     };
     return sandbox_dispatch(argc, argv, "sandbox", usage, commands,
                             sizeof commands / sizeof *commands);

@@ -4,6 +4,7 @@
 #define BRIG_SANDBOX_CMD_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
 int sandbox_cmd_create(int argc, char **argv);
@@ -14,6 +15,10 @@ int sandbox_cmd_checkpoint(int argc, char **argv);
 int sandbox_cmd_restore(int argc, char **argv);
 int sandbox_cmd_reap(int argc, char **argv);
 int sandbox_cmd_session(int argc, char **argv);
+int sandbox_cmd_template(int argc, char **argv);
+
+/* "512B", "3.4M", "12G": a size as `ls` shows it. */
+void sandbox_print_size(uint64_t bytes, char *buf, size_t len);
 
 /* A command of `brig sandbox` (or of one of its own, `session`). */
 struct sandbox_subcommand {

@@ -32,6 +32,8 @@ static const char create_usage[] =
     "      --rootfs NAME|DIR the tree: `small` (the default, /var/lib/brig/rootfs),\n"
     "                         `full` (make rootfs PROFILE=full), another NAME\n"
     "                         (/var/lib/brig/rootfs-NAME), or a directory\n"
+    "      --template NAME    the tree of a template (brig sandbox template), with\n"
+    "                         its image's Env, WorkingDir and User as defaults\n"
     "      --services FILE    brig-init config with [program:NAME] services\n"
     "      --malloc-conf CONF jemalloc's MALLOC_CONF for every process\n"
     "      --userns auto|host a user namespace with a host id range of its own\n"
@@ -53,6 +55,7 @@ static const struct option create_opts[] = {
     { "cpus", required_argument, NULL, 0 },
     { "network", required_argument, NULL, 0 },
     { "rootfs", required_argument, NULL, 0 },
+    { "template", required_argument, NULL, 0 },
     { "services", required_argument, NULL, 0 },
     { "malloc-conf", required_argument, NULL, 0 },
     { "userns", required_argument, NULL, 0 },
@@ -80,11 +83,16 @@ static int parse_create(int argc, char **argv, struct brig_profile_settings *s,
                         struct brig_sandbox_create_options *o)
 {
     int c, index;
+    unsigned trees = 0;
     while ((c = getopt_long(argc, argv, "+h", create_opts, &index)) != -1) {
         if (c == 'h')
             return brig_usage(create_usage);
         if (c != 0 && c != 1)
             return brig_bad_option(argv);
+        const char *name = create_opts[index].name;
+        if ((strcmp(name, "rootfs") == 0 || strcmp(name, "template") == 0) && trees++)
+            return brig_fail_msg("sandbox create: --rootfs and --template name one tree: "
+                                 "give one of them, once");
         brig_error_t err = NULL;
         if (apply_flag(create_opts[index].name, s, o, c == 1, &err) < 0)
             return brig_error_wrap(&err, "sandbox create"), brig_fail(&err);

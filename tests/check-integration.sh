@@ -26,6 +26,10 @@
 #     Kubernetes' and Docker's paths to cgroup v2 are covered (the rest of
 #     those files, at ~40 times a process start's cost there, would add a
 #     quarter of an hour for nothing v2 changes).
+#   - every other file runs on this host only: the sandbox_* files among
+#     them (download, lifetime, session, template: the last imports the
+#     images this host's podman saves, into a store of its own that the
+#     host's kernel id-maps into its sandboxes);
 #   - shim.bats and cri.bats run again on this host with containerd 1.7 and
 #     2.x (scripts/fetch-containerd.sh: Debian trixie's and sid's).
 # Ends with one line "N passed, N failed, N skipped" for both runs

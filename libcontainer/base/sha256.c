@@ -56,24 +56,56 @@ static void block(uint32_t h[8], const uint8_t *p)
     h[7] += k;
 }
 
-void brig_sha256_hex(const void *data, size_t len, char out[65])
+void brig_sha256_init(struct brig_sha256 *c)
 {
-    uint32_t h[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                      0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
+    static const uint32_t start[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                       0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
+    memcpy(c->h, start, sizeof start);
+    c->len = 0;
+    c->fill = 0;
+}
+
+void brig_sha256_update(struct brig_sha256 *c, const void *data, size_t len)
+{
     const uint8_t *p = data;
-    size_t left = len;
-    for (; left >= 64; left -= 64, p += 64)
-        block(h, p);
+    c->len += len;
+    if (c->fill) {
+        size_t take = 64 - c->fill < len ? 64 - c->fill : len;
+        memcpy(c->buf + c->fill, p, take);
+        c->fill += take;
+        p += take;
+        len -= take;
+        if (c->fill < 64)
+            return;
+        block(c->h, c->buf);
+        c->fill = 0;
+    }
+    for (; len >= 64; len -= 64, p += 64)
+        block(c->h, p);
+    memcpy(c->buf, p, len);
+    c->fill = len;
+}
+
+void brig_sha256_final_hex(struct brig_sha256 *c, char out[65])
+{
     /* The tail, the 0x80 marker and the bit length fill one or two blocks. */
     uint8_t tail[128] = { 0 };
-    memcpy(tail, p, left);
-    tail[left] = 0x80;
-    size_t n = left + 9 <= 64 ? 64 : 128;
-    uint64_t bits = (uint64_t) len * 8;
+    memcpy(tail, c->buf, c->fill);
+    tail[c->fill] = 0x80;
+    size_t n = c->fill + 9 <= 64 ? 64 : 128;
+    uint64_t bits = c->len * 8;
     for (int i = 0; i < 8; i++)
         tail[n - 1 - i] = bits >> (8 * i);
     for (size_t off = 0; off < n; off += 64)
-        block(h, tail + off);
+        block(c->h, tail + off);
     for (int i = 0; i < 8; i++)
-        snprintf(out + 8 * i, 9, "%08x", h[i]);
+        snprintf(out + 8 * i, 9, "%08x", c->h[i]);
+}
+
+void brig_sha256_hex(const void *data, size_t len, char out[65])
+{
+    struct brig_sha256 c;
+    brig_sha256_init(&c);
+    brig_sha256_update(&c, data, len);
+    brig_sha256_final_hex(&c, out);
 }

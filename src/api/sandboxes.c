@@ -231,6 +231,7 @@ static int settings_from(yajl_val body, struct brig_profile_settings *s, struct 
     static const char *const knobs[][2] = {
         { "memory", "memory" },       { "pids", "pids" },       { "cpus", "cpus" },
         { "data_size", "data-size" }, { "network", "network" }, { "rootfs", "rootfs" },
+        { "template", "template" },
     };
     for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++)
         if (setting_field(s, a, body, knobs[i][0], knobs[i][1], err) < 0)
@@ -259,9 +260,9 @@ static int create_argv(yajl_val body, const char *id, struct api_argv *a, brig_e
 
 enum MHD_Result api_sandboxes_create(struct MHD_Connection *c, struct api_request *r)
 {
-    static const char *const allowed[] = { "id",           "memory",       "pids",   "cpus",
-                                           "data_size",    "network",      "rootfs", "ttl",
-                                           "idle_timeout", "exec_timeout", NULL };
+    static const char *const allowed[] = { "id",           "memory",       "pids",     "cpus",
+                                           "data_size",    "network",      "rootfs",   "ttl",
+                                           "idle_timeout", "exec_timeout", "template", NULL };
     yajl_val body = NULL;
     brig_error_t err = NULL;
     const char *id = NULL;

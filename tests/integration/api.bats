@@ -99,6 +99,8 @@ setup_file() {
 	export BRIG_EGRESS_DIR=$BATS_FILE_TMPDIR/egress
 	export BRIG_EGRESS_LOG=$BATS_FILE_TMPDIR/egress.log
 	export BRIG_EGRESS_CONFIG=$BATS_FILE_TMPDIR/egress.conf
+	# The file's own template store (brig sandbox template), the server's too.
+	export BRIG_TEMPLATE_DIR=$BATS_FILE_TMPDIR/templates
 	start_www
 	cat >"$BRIG_EGRESS_CONFIG" <<-EOF
 		# downloads from the test server only
@@ -398,6 +400,23 @@ said_line() {
 	assert_error 404
 	req GET /v1/sandboxes
 	jqe 'all(.sandboxes[]; .id != "apit1")'
+}
+
+@test "create from a template: its image's WorkingDir, Env and User; an unknown one is 400" {
+	python3 "$BATS_TEST_DIRNAME/template-image.py" busybox "$BATS_TEST_TMPDIR/bb.tar"
+	"$BRIG" sandbox template import apibb "$BATS_TEST_TMPDIR/bb.tar" 2>/dev/null
+	req POST /v1/sandboxes -d '{"id": "apitpl", "template": "apibb", "network": "none"}'
+	assert_json 201
+	exec_cmd apitpl sh -c 'pwd; echo "$GREETING"; id -u'
+	[ "$last" = '{"exit":0}' ]
+	[ "$(text "$out")" = "$(printf '/work\nhi\n1001')" ]
+	req DELETE /v1/sandboxes/apitpl
+	[ "$code" = 204 ] || fail "delete: $code: $body"
+	"$BRIG" sandbox template rm apibb
+	req POST /v1/sandboxes -d '{"id": "apitpl2", "template": "nosuch"}'
+	assert_error 400
+	[[ "$body" == *'no template `nosuch`'* ]]
+	[ ! -e "$BRIG_SANDBOX_DIR/apitpl2" ]
 }
 
 @test "create: a bad field is 400, and nothing is made" {

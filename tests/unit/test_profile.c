@@ -508,6 +508,65 @@ static void test_pod_userns(void)
     brig_profile_settings_clear(&s);
 }
 
+/* A sandbox from a template (sandbox/template.h): the image's user,
+ * WorkingDir and Env on the init and on every exec, the home its user's,
+ * no preload when the image has no jemalloc; all of it kept in the
+ * settings' text. */
+static void test_template(void)
+{
+    static const char asked_json[] = "{\"cwd\":\"/tmp\",\"args\":[\"id\"],\"user\":{\"uid\":0,"
+                                     "\"gid\":0},\"env\":[\"MINE=1\"]}";
+    struct brig_spec *spec = load(bundle);
+    struct brig_profile_settings s, back = { 0 };
+    settings_for_test(&s);
+    s.template_name = strdup("app");
+    s.jemalloc = strdup(BRIG_JEMALLOC_NONE);
+    s.user_uid = 1001;
+    s.user_gid = 1002;
+    s.user_name = strdup("app");
+    s.workdir = strdup("/srv");
+    s.env.v = calloc(3, sizeof *s.env.v);
+    s.env.v[0] = strdup("FOO=bar=baz");
+    s.env.v[1] = strdup("PATH=/opt/bin:/bin");
+    s.env.n = 2;
+    char *text = NULL;
+    brig_error_t err = NULL;
+    CHECK(brig_profile_settings_format(&s, &text, &err) == 0
+              && brig_profile_settings_parse(text, &back, &err) == 0,
+          "template: settings round-trip");
+    CHECK(back.env.n == 2 && strcmp(back.env.v[0], "FOO=bar=baz") == 0 && back.user_uid == 1001
+              && back.user_gid == 1002 && back.template_name
+              && strcmp(back.template_name, "app") == 0 && back.workdir
+              && strcmp(back.workdir, "/srv") == 0,
+          "template: env, user, name and workdir come back");
+    free(text);
+    CHECK(spec && brig_profile_apply(spec, &back, seccomp(), &err) == 0, "template: applies");
+    if (spec == NULL)
+        return;
+    struct brig_process *init = spec->process;
+    CHECK(init->user.uid == 1001 && init->user.gid == 1002, "template: the image's user");
+    CHECK_STR(init->cwd, "/srv", "template: WorkingDir is the init's cwd");
+    CHECK_STR(env_get(init, "FOO"), "bar=baz", "template: Env on the init");
+    CHECK_STR(env_get(init, "PATH"), "/opt/bin:/bin", "template: its PATH over the bundle's");
+    CHECK_STR(env_get(init, "USER"), "app", "template: USER is its user");
+    CHECK(env_get(init, "LD_PRELOAD") && strcmp(env_get(init, "LD_PRELOAD"), "/evil.so") == 0,
+          "template: no jemalloc, no preload added");
+    int n;
+    const struct brig_mount *home = mount_at(spec, BRIG_SANDBOX_HOME, &n);
+    CHECK(home && has(&home->options, "uid=1001") && has(&home->options, "gid=1002"),
+          "template: the home is its user's");
+    struct brig_process *asked = NULL;
+    CHECK(brig_process_parse(asked_json, strlen(asked_json), "exec", &asked, &err) == 0
+              && brig_profile_impose_exec(asked, init, &back, &err) == 0,
+          "template: an exec");
+    CHECK(asked && asked->user.uid == 1001 && asked->user.gid == 1002,
+          "template: an exec runs as its user");
+    brig_process_free(asked);
+    brig_spec_free(spec);
+    brig_profile_settings_clear(&s);
+    brig_profile_settings_clear(&back);
+}
+
 int main(void)
 {
     test_apply();
@@ -519,5 +578,6 @@ int main(void)
     test_settings_round_trip();
     test_parsers();
     test_requested();
+    test_template();
     return unit_done();
 }
