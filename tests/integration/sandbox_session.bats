@@ -236,7 +236,9 @@ ms() {
 	sleep 0.5
 	run ses start "$SX" u2 -- sh -c 'echo new; sleep 100'
 	[ "$status" -eq 0 ]
-	run ses read "$SX" u2
+	# Until its line: a slow start (a sanitizer build) can outlast the
+	# default quiet period of an empty read.
+	run ses read --until 'new' --timeout 30s "$SX" u2
 	[ "$output" = new ]
 }
 
