@@ -135,10 +135,7 @@ static int resolve_settings(const struct brig_create_options *o, struct brig_pro
         }
     }
     /* The default tree may have been shipped as its image. */
-    cleanup_free char *usr = NULL;
-    if (asprintf(&usr, "%s/usr", s->rootfs) < 0)
-        return brig_error_set(err, ENOMEM, "sandbox profile");
-    if (access(usr, F_OK) != 0 && brig_tree_image_mount(s->rootfs, err) < 0)
+    if (brig_tree_ensure(s->rootfs, err) < 0)
         return -1;
     struct stat st;
     if (stat(s->rootfs, &st) < 0 || !S_ISDIR(st.st_mode))

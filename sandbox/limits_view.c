@@ -45,14 +45,6 @@ const char *brig_lxcfs_dir(void)
     return env && *env ? env : BRIG_LXCFS_DIR_DEFAULT;
 }
 
-int brig_lxcfs_owns(const char *dest)
-{
-    for (size_t i = 0; view_files[i]; i++)
-        if (strcmp(dest, view_files[i]) == 0)
-            return 1;
-    return 0;
-}
-
 int brig_lxcfs_add_mounts(struct brig_spec *spec, const char *dir)
 {
     static const char *const ro[] = { "bind", "ro", "nosuid", "nodev", "noexec", NULL };
@@ -103,21 +95,9 @@ static int find_lxcfs(char **out, brig_error_t *err)
             return brig_error_set(err, errno, LV ": lxcfs `%s`", env);
         return (*out = strdup(env)) ? 0 : brig_error_set(err, ENOMEM, LV);
     }
-    const char *path = getenv("PATH");
-    cleanup_free char *dirs = strdup(path && *path ? path : "/usr/bin:/bin");
-    if (dirs == NULL)
-        return brig_error_set(err, ENOMEM, LV);
-    char *save = NULL;
-    for (char *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-        cleanup_free char *candidate = NULL;
-        if (asprintf(&candidate, "%s/lxcfs", d) < 0)
-            return brig_error_set(err, ENOMEM, LV);
-        if (access(candidate, X_OK) == 0) {
-            *out = brig_steal_ptr(candidate);
-            return 0;
-        }
-    }
-    return brig_error_set(err, ENOENT, LV ": lxcfs not found (apt-get install lxcfs)");
+    if ((*out = brig_find_program("lxcfs", NULL)) == NULL)
+        return brig_error_set(err, ENOENT, LV ": lxcfs not found (apt-get install lxcfs)");
+    return 0;
 }
 
 /* The daemon gets nothing of our environment but where programs are. */
@@ -183,18 +163,17 @@ int brig_sandbox_cpuset(const char *id, int64_t cpus_milli, char **out, brig_err
     if (want <= 0 || want >= n)
         return 0;
     char digest[65];
+    unsigned start = 0;
     brig_sha256_hex(id, strlen(id), digest);
-    uint32_t start = (uint32_t) strtoul((char[9]){ digest[0], digest[1], digest[2], digest[3],
-                                                   digest[4], digest[5], digest[6], digest[7], 0 },
-                                        NULL, 16)
-                     % (uint32_t) n;
+    sscanf(digest, "%8x", &start);
+    start %= (unsigned) n;
     size_t size = (size_t) want * 12 + 1;
     char *list = calloc(1, size), *at = list;
     if (list == NULL)
         return brig_error_set(err, ENOMEM, LV);
     for (int64_t i = 0; i < want; i++)
         at += snprintf(at, size - (size_t) (at - list), "%s%d", i ? "," : "",
-                       allowed[(start + i) % (uint32_t) n]);
+                       allowed[(start + (unsigned) i) % (unsigned) n]);
     *out = list;
     return 0;
 }

@@ -37,9 +37,6 @@ int brig_lxcfs_ensure(char **dir, brig_error_t *err);
  * out-of-memory. */
 int brig_lxcfs_add_mounts(struct brig_spec *spec, const char *dir);
 
-/* Whether `dest` is one of the paths the view binds over. */
-int brig_lxcfs_owns(const char *dest);
-
 /* A CPU list ("0", "2,3") of as many of the CPUs this process may run on
  * as `cpus_milli` rounded up, picked by a hash of `id` so sandboxes
  * spread over the host; NULL in *out when the quota covers them all. */

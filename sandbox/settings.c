@@ -40,12 +40,7 @@ static int set_path(char **field, const char *shown, const char *value, brig_err
 static int tree_at(const char *dir, const char *shown, const char *value, const char *profile,
                    brig_error_t *err)
 {
-    cleanup_free char *usr = NULL;
-    if (asprintf(&usr, "%s/usr", dir) < 0)
-        return brig_error_set(err, ENOMEM, "settings");
-    if (access(usr, F_OK) == 0)
-        return 0;
-    int r = brig_tree_image_mount(dir, err);
+    int r = brig_tree_ensure(dir, err);
     if (r != 0)
         return r < 0 ? brig_error_wrap(err, "%s %s", shown, value) : 0;
     if (profile == NULL)

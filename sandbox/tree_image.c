@@ -25,11 +25,13 @@ static bool mounted_squashfs(const char *dir)
     return statfs(dir, &fs) == 0 && fs.f_type == SQUASHFS_MAGIC;
 }
 
-int brig_tree_image_mount(const char *dir, brig_error_t *err)
+int brig_tree_ensure(const char *dir, brig_error_t *err)
 {
-    cleanup_free char *image = NULL;
-    if (asprintf(&image, "%s" SUFFIX, dir) < 0)
+    cleanup_free char *image = NULL, *usr = NULL;
+    if (asprintf(&usr, "%s/usr", dir) < 0 || asprintf(&image, "%s" SUFFIX, dir) < 0)
         return brig_error_set(err, ENOMEM, "tree image");
+    if (access(usr, F_OK) == 0)
+        return 1;
     cleanup_close int fd = open(image, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
         return errno == ENOENT ? 0 : brig_error_set(err, errno, "tree image `%s`", image);

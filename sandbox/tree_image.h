@@ -10,9 +10,10 @@
 
 #include "base/error.h"
 
-/* DIR.squashfs mounted at DIR unless it is already: 1 when DIR is the
- * image's mount, 0 when there is no DIR.squashfs (nothing done). */
-int brig_tree_image_mount(const char *dir, brig_error_t *err);
+/* A tree at DIR: 1 when DIR holds one (it has /usr), built there or
+ * DIR.squashfs mounted there now or before; 0 when it holds none and
+ * there is no DIR.squashfs (nothing done). */
+int brig_tree_ensure(const char *dir, brig_error_t *err);
 
 /* PATH.squashfs → PATH in *dir (1); 0 with NULL for another name. */
 int brig_tree_image_strip(const char *path, char **dir, brig_error_t *err);

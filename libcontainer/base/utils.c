@@ -394,3 +394,28 @@ void brig_close_fds_except(int first, const int *keep, size_t n)
     }
     close_range_or_each(lo, ~0U);
 }
+
+/* dir/name when it is executable; NULL otherwise (or out of memory). */
+static char *executable_in(const char *dir, const char *name)
+{
+    char *p;
+    if (asprintf(&p, "%s/%s", dir, name) < 0)
+        return NULL;
+    if (access(p, X_OK) == 0)
+        return p;
+    free(p);
+    return NULL;
+}
+
+char *brig_find_program(const char *name, const char *const *also)
+{
+    const char *path = getenv("PATH");
+    cleanup_free char *dirs = strdup(path && *path ? path : "/usr/bin:/bin");
+    char *save = NULL, *found = NULL;
+    for (char *d = dirs ? strtok_r(dirs, ":", &save) : NULL; d && !found;
+         d = strtok_r(NULL, ":", &save))
+        found = executable_in(d, name);
+    for (size_t i = 0; also && also[i] && !found; i++)
+        found = executable_in(also[i], name);
+    return found;
+}

@@ -72,4 +72,9 @@ int brig_ms_until(const struct timespec *t);
  * connections), must not keep. close_range(2) where the kernel has it. */
 void brig_close_fds_except(int first_fd, const int *keep, size_t n);
 
+/* The executable `name` in a dir of $PATH (/usr/bin:/bin without one),
+ * else in one of `also` (NULL-terminated, or NULL): its path, malloc'd;
+ * NULL when there is none. */
+char *brig_find_program(const char *name, const char *const *also);
+
 #endif

@@ -53,33 +53,6 @@ static enum criu_cg_mode criu_cg_mode(enum brig_cg_mode m)
     }
 }
 
-/* libcriu runs "criu" from PATH; root's PATH may lack /usr/sbin (sudo,
- * systemd units), so look there too, and say what to install when absent. */
-static char *find_criu(void)
-{
-    const char *path = getenv("PATH");
-    cleanup_free char *dirs = strdup(path && *path ? path : "/usr/bin:/bin");
-    const char *fallback[] = { "/usr/sbin", "/sbin", "/usr/local/sbin" };
-    char *save = NULL;
-    for (char *d = dirs ? strtok_r(dirs, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save)) {
-        char *p;
-        if (asprintf(&p, "%s/criu", d) < 0)
-            return NULL;
-        if (access(p, X_OK) == 0)
-            return p;
-        free(p);
-    }
-    for (size_t i = 0; i < sizeof fallback / sizeof fallback[0]; i++) {
-        char *p;
-        if (asprintf(&p, "%s/criu", fallback[i]) < 0)
-            return NULL;
-        if (access(p, X_OK) == 0)
-            return p;
-        free(p);
-    }
-    return NULL;
-}
-
 /* mkdir -p: runc makes the image path's parents too. */
 static int make_dirs(const char *path)
 {
@@ -118,7 +91,10 @@ int brig_criu_begin(struct brig_criu *c, const struct brig_criu_options *o, bool
     c->work_path = o->work_path ? o->work_path : o->image_path;
     if (o->work_path && (c->work_fd = open_dir(o->work_path, true, "work path", err)) < 0)
         return -1;
-    cleanup_free char *criu = find_criu();
+    /* libcriu runs "criu" from PATH; root's PATH may lack /usr/sbin
+     * (sudo, systemd units), so look there too. */
+    static const char *const sbins[] = { "/usr/sbin", "/sbin", "/usr/local/sbin", NULL };
+    cleanup_free char *criu = brig_find_program("criu", sbins);
     if (criu == NULL)
         return brig_error_set(
             err, ENOENT, "criu: not found in PATH nor /usr/sbin (install the Debian package criu)");
