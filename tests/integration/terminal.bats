@@ -25,6 +25,16 @@ start_recvtty() {
 	fail "recvtty did not listen on $SOCK"
 }
 
+# run_on_tty [INPUT]: the container created with its pty sent to recvtty
+# (fed INPUT) and started; what the pty showed, without CRs, in $out.
+run_on_tty() {
+	start_recvtty "$@"
+	brig_detached create --console-socket "$SOCK" -b "$BUNDLE" "$CID"
+	brig start "$CID"
+	wait "$RECV_PID"
+	out=$(tr -d '\r' <"$BATS_TEST_TMPDIR/tty.out")
+}
+
 @test "create --console-socket hands the pty master to the socket" {
 	set_args sh -c 'tty; echo cols=$(stty size)'
 	update_config '.process.consoleSize = {height: 33, width: 111}'
@@ -40,22 +50,14 @@ start_recvtty() {
 
 @test "input written to the master reaches the process and is echoed" {
 	set_args sh -c 'read line; echo "got:$line"'
-	start_recvtty $'hello-pty\n'
-	brig_detached create --console-socket "$SOCK" -b "$BUNDLE" "$CID"
-	brig start "$CID"
-	wait "$RECV_PID"
-	out=$(tr -d '\r' <"$BATS_TEST_TMPDIR/tty.out")
+	run_on_tty $'hello-pty\n'
 	# The pty echoes what was typed, then the process answers.
 	[[ "$out" == *"hello-pty"*"got:hello-pty"* ]] || fail "output: $out"
 }
 
 @test "the pty is the process's controlling terminal and its stdio" {
 	set_args sh -c 'ls -l /proc/self/fd/0 /proc/self/fd/1 /proc/self/fd/2; cat /proc/self/stat'
-	start_recvtty
-	brig_detached create --console-socket "$SOCK" -b "$BUNDLE" "$CID"
-	brig start "$CID"
-	wait "$RECV_PID"
-	out=$(tr -d '\r' <"$BATS_TEST_TMPDIR/tty.out")
+	run_on_tty
 	[ "$(grep -c -- '-> /dev/pts/0' <<<"$out")" -eq 3 ] || fail "stdio: $out"
 	# Field 7 of stat is tty_nr: non-zero means a controlling terminal.
 	tty_nr=$(grep -o ') .*' <<<"$out" | awk '{print $6}')
@@ -65,11 +67,7 @@ start_recvtty() {
 @test "the pty belongs to the process's user and to the tty group (devpts gid=5), mode 620" {
 	update_config '.process.user = {uid: 1000, gid: 1000}'
 	set_args sh -c 'stat -c "%u %g %a" "$(tty)"'
-	start_recvtty
-	brig_detached create --console-socket "$SOCK" -b "$BUNDLE" "$CID"
-	brig start "$CID"
-	wait "$RECV_PID"
-	out=$(tr -d '\r' <"$BATS_TEST_TMPDIR/tty.out")
+	run_on_tty
 	[ "$out" = "1000 5 620" ] || fail "the pty: $out"
 }
 
