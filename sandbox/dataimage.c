@@ -21,12 +21,19 @@
 
 /* mkfs.ext4 on the image: no reserved blocks (the user gets the whole
  * quota), the root directory owned by the sandbox user, lazy init so a
- * large sparse image costs nothing up front. */
-static int make_ext4(const char *image, uid_t uid, gid_t gid, brig_error_t *err)
+ * large sparse image costs nothing up front. No discard of the blocks
+ * (the image is a fresh sparse file: there is nothing to punch) and a
+ * journal of 4 MiB, whose blocks mkfs allocates up front: the default
+ * (64 MiB for 8 GiB) took 69 MB of the host's disk per sandbox, and a
+ * fifth of the format's time. Small images keep mkfs's own journal size,
+ * which is smaller still. */
+#define SMALL_JOURNAL_FROM (512LL << 20)
+static int make_ext4(const char *image, int64_t size, uid_t uid, gid_t gid, brig_error_t *err)
 {
     char owner[128];
-    snprintf(owner, sizeof owner, "root_owner=%u:%u,lazy_itable_init=1,lazy_journal_init=1",
-             (unsigned) uid, (unsigned) gid);
+    snprintf(owner, sizeof owner,
+             "root_owner=%u:%u,lazy_itable_init=1,lazy_journal_init=1,nodiscard", (unsigned) uid,
+             (unsigned) gid);
     pid_t pid = fork();
     if (pid < 0)
         return brig_error_set(err, errno, "fork for mkfs.ext4");
@@ -39,7 +46,12 @@ static int make_ext4(const char *image, uid_t uid, gid_t gid, brig_error_t *err)
         }
         /* e2fsprogs lives in sbin, which a user's PATH may lack. */
         setenv("PATH", "/usr/sbin:/sbin:/usr/bin:/bin", 1);
-        execlp("mkfs.ext4", "mkfs.ext4", "-q", "-F", "-m", "0", "-E", owner, image, (char *) NULL);
+        if (size >= SMALL_JOURNAL_FROM)
+            execlp("mkfs.ext4", "mkfs.ext4", "-q", "-F", "-m", "0", "-J", "size=4", "-E", owner,
+                   image, (char *) NULL);
+        else
+            execlp("mkfs.ext4", "mkfs.ext4", "-q", "-F", "-m", "0", "-E", owner, image,
+                   (char *) NULL);
         _exit(127);
     }
     int status;
@@ -111,7 +123,7 @@ int brig_data_image_setup(const char *dir, int64_t size, uid_t uid, gid_t gid, b
             unlink(image);
             return brig_error_set(err, saved, "size `%s` to %lld bytes", image, (long long) size);
         }
-        if (make_ext4(image, uid, gid, err) < 0) {
+        if (make_ext4(image, size, uid, gid, err) < 0) {
             unlink(image);
             return -1;
         }

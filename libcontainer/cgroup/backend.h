@@ -37,6 +37,9 @@ struct brig_cgroup_backend {
     void (*remove_parents_made)(const struct brig_cgroup *cg); /* may be NULL */
     int (*add_pid_unfrozen)(const struct brig_cgroup *cg, pid_t pid,
                             brig_error_t *err); /* NULL: 0 */
+    int (*self_join_open)(const struct brig_cgroup *cg, bool unfrozen,
+                          struct brig_cgroup_self_join *out,
+                          brig_error_t *err); /* NULL: nothing to join */
 };
 
 /* The systemd driver (systemd.c): a transient unit whose cgroup the

@@ -175,6 +175,30 @@ int brig_cgroup_adopt(const struct brig_cgroup *cg, pid_t pid, brig_error_t *err
     return brig_cgroup_add_pid(cg, pid, err);
 }
 
+int brig_cgroup_self_join_open(const struct brig_cgroup *cg, bool unfrozen,
+                               struct brig_cgroup_self_join *out, brig_error_t *err)
+{
+    *out = (struct brig_cgroup_self_join) BRIG_CGROUP_SELF_JOIN_INIT;
+    const struct brig_cgroup_backend *b = backend_of(cg);
+    return b->self_join_open ? b->self_join_open(cg, unfrozen, out, err) : 0;
+}
+
+int brig_cgroup_self_join(const struct brig_cgroup_self_join *j)
+{
+    for (size_t i = 0; i < j->n; i++)
+        if (write(j->fds[i], "0", 1) != 1)
+            return -1;
+    return 0;
+}
+
+void brig_cgroup_self_join_close(struct brig_cgroup_self_join *j)
+{
+    for (size_t i = 0; i < j->n; i++)
+        close(j->fds[i]);
+    free(j->fds);
+    *j = (struct brig_cgroup_self_join) BRIG_CGROUP_SELF_JOIN_INIT;
+}
+
 int brig_cgroup_clone_fd(const struct brig_cgroup *cg)
 {
     return backend_of(cg)->clone_fd(cg);

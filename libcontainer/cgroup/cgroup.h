@@ -176,6 +176,33 @@ int brig_cgroup_add_pid(const struct brig_cgroup *cg, pid_t pid, brig_error_t *e
  * when that alone places it wholly (v2); -1 when the runtime must place
  * it with brig_cgroup_add_pid() instead (v1 hierarchies). */
 int brig_cgroup_clone_fd(const struct brig_cgroup *cg);
+/* What a new process needs to enter a v1 container by itself, so that
+ * nobody has to move it by pid. Moving a pid (cgroup.procs) takes the
+ * kernel's global threadgroup lock, whose first taker waits for an RCU
+ * grace period: ~20 ms of every exec on a 2-CPU host. A single thread
+ * writing "0" to a hierarchy's `tasks` moves only itself and takes no
+ * such lock. `fds` are those `tasks` files, open for writing (the
+ * opener's credentials are what the kernel checks, so the process may
+ * write them from a user namespace); `clone_fd` is the hybrid host's v2
+ * directory, for clone3(CLONE_INTO_CGROUP), or -1. With `unfrozen` the
+ * hierarchy that freezes is left out: the caller adds the process there
+ * once it is set up. Other backends leave it empty (n 0, clone_fd -1):
+ * brig_cgroup_clone_fd places their processes. */
+struct brig_cgroup_self_join {
+    int *fds;
+    size_t n;
+    int clone_fd; /* borrowed from the cgroup */
+};
+#define BRIG_CGROUP_SELF_JOIN_INIT \
+    {                              \
+        NULL, 0, -1                \
+    }
+int brig_cgroup_self_join_open(const struct brig_cgroup *cg, bool unfrozen,
+                               struct brig_cgroup_self_join *out, brig_error_t *err);
+/* In the new process, before anything else: "0" to each; -1 with errno. */
+int brig_cgroup_self_join(const struct brig_cgroup_self_join *j);
+void brig_cgroup_self_join_close(struct brig_cgroup_self_join *j);
+#define cleanup_self_join __attribute__((cleanup(brig_cgroup_self_join_close)))
 /* The sub-cgroups of `exec --cgroup`, as runc takes them (sub.c): each
  * argument "<path>", for every hierarchy (then it is the only one; the
  * one form cgroup v2 has), or "<controller>[,<controller>...]:<path>",

@@ -534,4 +534,5 @@ const struct brig_cgroup_backend brig_cgroup_v1 = {
     .close = v1_close,
     .remove_parents_made = v1_remove_parents_made,
     .add_pid_unfrozen = brig_cgroup_v1_add_pid_unfrozen,
+    .self_join_open = brig_cgroup_v1_self_join_open,
 };

@@ -39,6 +39,8 @@ int brig_cgroup_v1_apply_all(const struct brig_cgroup *cg, const struct brig_res
 /* v1_procs.c */
 int brig_cgroup_v1_add_pid(const struct brig_cgroup *cg, pid_t pid, brig_error_t *err);
 int brig_cgroup_v1_add_pid_unfrozen(const struct brig_cgroup *cg, pid_t pid, brig_error_t *err);
+int brig_cgroup_v1_self_join_open(const struct brig_cgroup *cg, bool unfrozen,
+                                  struct brig_cgroup_self_join *out, brig_error_t *err);
 int brig_cgroup_v1_freeze(const struct brig_cgroup *cg, bool frozen, brig_error_t *err);
 bool brig_cgroup_v1_is_frozen(const struct brig_cgroup *cg);
 int brig_cgroup_v1_pids(const struct brig_cgroup *cg, pid_t **out, size_t *n, brig_error_t *err);

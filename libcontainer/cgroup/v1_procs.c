@@ -64,6 +64,39 @@ int brig_cgroup_v1_add_pid_unfrozen(const struct brig_cgroup *cg, pid_t pid, bri
     return 0;
 }
 
+/* cgroup.h's self-join: `tasks` of each v1 hierarchy; the v2 directory
+ * of a hybrid host is the clone3 one. */
+int brig_cgroup_v1_self_join_open(const struct brig_cgroup *cg, bool unfrozen,
+                                  struct brig_cgroup_self_join *out, brig_error_t *err)
+{
+    bool freezer = brig_cgroup_v1_dir(cg, "freezer") != NULL;
+    out->fds = calloc(cg->v1->n ? cg->v1->n : 1, sizeof *out->fds);
+    if (out->fds == NULL)
+        return brig_error_set(err, ENOMEM, "cgroup: join");
+    for (size_t i = 0; i < cg->v1->n; i++) {
+        const struct brig_cgroup_v1_dir *d = &cg->v1->dirs[i];
+        bool freezes = freezer ? brig_cgroup_hierarchy_has(d->h, "freezer") : d->h->v2;
+        if (d->fd < 0) {
+            brig_cgroup_self_join_close(out);
+            return brig_error_set(err, ENOENT, "cgroup `%s`: gone", d->path);
+        }
+        if (unfrozen && freezes)
+            continue;
+        if (d->h->v2) {
+            out->clone_fd = d->fd;
+            continue;
+        }
+        int fd = openat(d->fd, "tasks", O_WRONLY | O_CLOEXEC);
+        if (fd < 0) {
+            int saved = errno;
+            brig_cgroup_self_join_close(out);
+            return brig_error_set(err, saved, "cgroup: open `%s/tasks`", d->path);
+        }
+        out->fds[out->n++] = fd;
+    }
+    return 0;
+}
+
 /* ---- freezing ---- */
 
 static int freezer_state(const struct brig_cgroup_v1_dir *d, char *out, size_t size)

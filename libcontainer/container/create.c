@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +119,14 @@ static int spawn_init(const struct brig_create_options *o, struct provision *p,
                       struct brig_seccomp_filter *filter, int fifo, pid_t *init_pid,
                       brig_error_t *err)
 {
+    /* v1 hierarchies: the init enters them itself (cgroup.h), where it
+     * starts in our user namespace. */
+    cleanup_self_join struct brig_cgroup_self_join self = BRIG_CGROUP_SELF_JOIN_INIT;
+    int clone_fd = p->cgroup.path ? brig_cgroup_clone_fd(&p->cgroup) : -1;
+    if (p->cgroup.path && clone_fd < 0 && !(brig_process_clone_flags(ctx->spec) & CLONE_NEWUSER)
+        && brig_cgroup_self_join_open(&p->cgroup, false, &self, err) < 0)
+        return -1;
+    bool joins = self.n > 0 || self.clone_fd >= 0;
     struct brig_init_config ic = {
         .spec = ctx->spec,
         .rootfs_plan = rootfs_plan,
@@ -128,8 +137,10 @@ static int spawn_init(const struct brig_create_options *o, struct provision *p,
         .no_new_keyring = o->no_new_keyring,
         .preserve_fds = o->preserve_fds,
         .listen_fds = o->listen_fds,
-        .cgroup_fd = p->cgroup.path ? brig_cgroup_clone_fd(&p->cgroup) : -1,
-        .place_in_cgroup = p->cgroup.path ? place_init : NULL,
+        .cgroup_fd = joins ? self.clone_fd : clone_fd,
+        .place_in_cgroup = p->cgroup.path && !joins ? place_init : NULL,
+        .join_fds = self.fds,
+        .n_join_fds = self.n,
         .stdio = o->stdio,
         .seccomp = filter,
         .after_clone = attach_devices,

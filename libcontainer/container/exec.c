@@ -177,8 +177,9 @@ static int wait_placed(int sync_fd, brig_error_t *err)
 }
 
 static __attribute__((noreturn)) void exec_child(const struct exec_ctx *x,
-                                                 const struct brig_ns_join *join, bool direct,
-                                                 bool wait_cgroup, int sync_fd)
+                                                 const struct brig_ns_join *join,
+                                                 const struct brig_cgroup_self_join *self,
+                                                 bool direct, bool wait_cgroup, int sync_fd)
 {
     brig_error_t err = NULL;
     /* Inside the container's namespaces but still the brig binary: not
@@ -191,7 +192,13 @@ static __attribute__((noreturn)) void exec_child(const struct exec_ctx *x,
      * a process frozen before exec (--ignore-paused) would hold it for
      * ever and block `resume`. */
     close(x->lock_fd);
-    /* Placed by the runtime (v1 hierarchies): nothing runs before that. */
+    /* Into the v1 hierarchies by itself, or placed by the runtime:
+     * nothing runs before that. */
+    if (brig_cgroup_self_join(self) < 0) {
+        brig_error_set(&err, errno, "join the container's cgroup");
+        brig_sync_report_error(sync_fd, err);
+        _exit(1);
+    }
     if (wait_cgroup && wait_placed(sync_fd, &err) < 0) {
         brig_sync_report_error(sync_fd, err);
         _exit(1);
@@ -280,6 +287,19 @@ static int join_frozen(const struct brig_cgroup *cg, pid_t pid, brig_error_t *er
     return 0;
 }
 
+/* Cloned into the cgroup dir `into` where there is one. An old kernel
+ * without clone3 gets a plain fork, which the runtime places. */
+static pid_t clone_child(int into, bool *placed, bool *joins, struct brig_cgroup_self_join *self)
+{
+    pid_t child = into >= 0 ? brig_clone_into_cgroup(0, into) : brig_clone_fork(0);
+    if (child < 0 && into >= 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL)) {
+        *placed = *joins = false;
+        brig_cgroup_self_join_close(self);
+        child = brig_clone_fork(0);
+    }
+    return child;
+}
+
 static int spawn(const struct exec_ctx *x, bool paused, pid_t *pid, brig_error_t *err)
 {
     const struct brig_exec_options *o = x->o;
@@ -311,19 +331,25 @@ static int spawn(const struct exec_ctx *x, bool paused, pid_t *pid, brig_error_t
      * before it is ready: it joins after its set-up instead, and freezes
      * there as the rest of the container is. */
     bool placed = cg >= 0 && !paused;
-    pid_t child = placed ? brig_clone_into_cgroup(0, cg) : brig_clone_fork(0);
-    if (child < 0 && placed && (errno == ENOSYS || errno == E2BIG || errno == EINVAL)) {
-        placed = false;
-        child = brig_clone_fork(0); /* old kernel: joined below, before it execs */
+    /* v1 hierarchies: the child enters them itself (cgroup.h), and a
+     * hybrid host's v2 directory by clone3. */
+    cleanup_self_join struct brig_cgroup_self_join self = BRIG_CGROUP_SELF_JOIN_INIT;
+    if (managed == 0 && cg < 0 && brig_cgroup_self_join_open(&cgroup, paused, &self, err) < 0) {
+        leave_for_children(back);
+        return -1;
     }
-    /* Not cloned into it: the runtime places the child before it does
-     * anything (its children inherit that); into a frozen one only where
-     * the freezer doesn't act, and wholly once it is set up (below). */
-    bool place_now = managed == 0 && !placed;
+    bool joins = self.n > 0 || self.clone_fd >= 0;
+    pid_t child = clone_child(placed ? cg : self.clone_fd, &placed, &joins, &self);
+    /* Not cloned into it nor joining by itself: the runtime places the
+     * child before it does anything (its children inherit that); into a
+     * frozen one only where the freezer doesn't act, and wholly once it
+     * is set up (below). */
+    bool place_now = managed == 0 && !placed && !joins;
     if (child == 0) {
         close(sync_fd);
-        exec_child(x, &join, direct, place_now, child_fd);
+        exec_child(x, &join, &self, direct, place_now, child_fd);
     }
+    brig_cgroup_self_join_close(&self);
     int saved = errno;
     leave_for_children(back);
     /* Our copy of the child's end goes now, so that a child that dies
@@ -337,7 +363,7 @@ static int spawn(const struct exec_ctx *x, bool paused, pid_t *pid, brig_error_t
     int r = place_now ? place_child(&cgroup, child, paused, sync_fd, err) : 0;
     if (r == 0)
         r = drive_exec(x, sync_fd, child, pid, &master, err);
-    if (r == 0 && place_now && paused && *pid > 0)
+    if (r == 0 && (place_now || joins) && paused && *pid > 0)
         r = join_frozen(&cgroup, *pid, err);
     if (r == 0 && master >= 0 && o->console_socket)
         r = brig_terminal_send_to_socket(o->console_socket, master, err);

@@ -141,6 +141,9 @@ static __attribute__((noreturn)) void child_main(const struct brig_init_config *
      * copy of the runtime's image has no code pages mapped yet, so the
      * move costs little here. */
     int r = guard_self ? brig_selfexe_rebind(brig_selfexe_deferred_fd(), &err) : 0;
+    for (size_t i = 0; r == 0 && i < cfg->n_join_fds; i++)
+        if (write(cfg->join_fds[i], "0", 1) != 1)
+            r = brig_error_set(&err, errno, "join the container's cgroup");
     sigset_t all;
     sigemptyset(&all);
     sigprocmask(SIG_SETMASK, &all, NULL);
