@@ -59,6 +59,9 @@ tree=${BRIG_SANDBOX_ROOTFS:-/var/lib/brig/rootfs}
 result=${1:-bench-sandbox.json}
 mkdir -p "$(dirname "$result")"
 
+# Nothing here reads the caller's input: `sandbox exec` would relay it.
+exec </dev/null
+
 die() {
 	echo "bench sandbox: $*" >&2
 	exit 1
@@ -196,10 +199,14 @@ for r in "${runtimes[@]}"; do
 		# kvm where it works, else ptrace; a platform that hangs gets 30 s.
 		for p in kvm ptrace; do
 			runsc_flags=(--platform="$p" --network=none --oci-seccomp)
-			if timeout -k 5 30 bash -c "$(declare -f probe bundle start_sb exec_sb rm_sb)
-				runsc_flags=(${runsc_flags[*]}); log=$log; probe runsc probe-runsc-$p"; then
+			rc=0
+			timeout -k 5 30 bash -c "$(declare -f probe bundle start_sb exec_sb rm_sb)
+				runsc_flags=(${runsc_flags[*]}); log=$log; probe runsc probe-runsc-$p" || rc=$?
+			if [ "$rc" = 0 ]; then
 				platform=$p
 				break
+			elif [ "$rc" -ge 124 ]; then
+				echo "no sandbox in 30 s" >>"$log"
 			fi
 			skipped="${skipped}runsc --platform=$p: $(tail -1 "$log" | cut -c1-120); "
 			pkill -KILL -f -- "--root=$states/runsc .*--platform=$p" || true
