@@ -10,6 +10,7 @@
 #include "spec/spec.h"
 
 struct brig_rootfs_plan;
+struct brig_cgroup_self_join;
 
 struct brig_init_config {
     const struct brig_spec *spec;
@@ -27,12 +28,11 @@ struct brig_init_config {
     /* Where cgroup_fd is -1 and this is set, the runtime places the init
      * in its cgroup (v1 hierarchies) before the init does anything. */
     int (*place_in_cgroup)(void *ctx, pid_t init_pid, brig_error_t *err);
-    /* v1 hierarchies the init enters by itself, first thing, writing "0"
-     * to each of these `tasks` fds (cgroup.h: brig_cgroup_self_join);
-     * cgroup_fd is then the hybrid host's v2 directory, or -1. Only for an
-     * init that starts in the runtime's user namespace. */
-    const int *join_fds;
-    size_t n_join_fds;
+    /* v1 hierarchies the init enters by itself, first thing
+     * (cgroup.h: brig_cgroup_self_join); cgroup_fd is then the hybrid
+     * host's v2 directory, or -1. NULL: none. Only for an init that starts
+     * in the runtime's user namespace. */
+    const struct brig_cgroup_self_join *self_join;
     const int *stdio;                    /* the process's fds 0, 1, 2; NULL: the runtime's own */
     struct brig_seccomp_filter *seccomp; /* compiled by the runtime, or NULL */
     /* Runs in the runtime right after the clone, while the init sets up;

@@ -18,6 +18,7 @@
 
 #include "base/cleanup.h"
 #include "base/utils.h"
+#include "cgroup/cgroup.h"
 #include "process/namespaces.h"
 #include "process/sysctl.h"
 #include "rootfs/plan.h"
@@ -141,9 +142,8 @@ static __attribute__((noreturn)) void child_main(const struct brig_init_config *
      * copy of the runtime's image has no code pages mapped yet, so the
      * move costs little here. */
     int r = guard_self ? brig_selfexe_rebind(brig_selfexe_deferred_fd(), &err) : 0;
-    for (size_t i = 0; r == 0 && i < cfg->n_join_fds; i++)
-        if (write(cfg->join_fds[i], "0", 1) != 1)
-            r = brig_error_set(&err, errno, "join the container's cgroup");
+    if (r == 0 && cfg->self_join && brig_cgroup_self_join(cfg->self_join) < 0)
+        r = brig_error_set(&err, errno, "join the container's cgroup");
     sigset_t all;
     sigemptyset(&all);
     sigprocmask(SIG_SETMASK, &all, NULL);
