@@ -46,12 +46,14 @@ static int make_ext4(const char *image, int64_t size, uid_t uid, gid_t gid, brig
         }
         /* e2fsprogs lives in sbin, which a user's PATH may lack. */
         setenv("PATH", "/usr/sbin:/sbin:/usr/bin:/bin", 1);
-        if (size >= SMALL_JOURNAL_FROM)
-            execlp("mkfs.ext4", "mkfs.ext4", "-q", "-F", "-m", "0", "-J", "size=4", "-E", owner,
-                   image, (char *) NULL);
-        else
-            execlp("mkfs.ext4", "mkfs.ext4", "-q", "-F", "-m", "0", "-E", owner, image,
-                   (char *) NULL);
+        char *argv[] = { "mkfs.ext4", "-q", "-F", "-m", "0", "-E", owner, NULL, NULL, NULL, NULL };
+        size_t n = 7;
+        if (size >= SMALL_JOURNAL_FROM) {
+            argv[n++] = "-J";
+            argv[n++] = "size=4";
+        }
+        argv[n] = (char *) image;
+        execvp("mkfs.ext4", argv);
         _exit(127);
     }
     int status;
