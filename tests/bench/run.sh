@@ -17,6 +17,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/bench/lib.sh
+. "$here/lib.sh"
 top=${top_srcdir:-$(cd "$here/../.." && pwd)}
 BRIG=${BRIG:-$top/brig}
 CRUN=${CRUN:-crun}
@@ -153,17 +155,7 @@ case " ${runtimes[*]} " in *" brig "*) ;; *) die "brig cannot run a container he
 skipped=${skipped%; }
 [ -z "$skipped" ] || echo "# left out: $skipped"
 
-# rotated I NAMES...: the names, starting at the I-th, so that no runtime
-# always runs first or right after the same other one.
-rotated() {
-	local i=$1
-	shift
-	local -a names=("$@")
-	local k n=${#names[@]}
-	for ((k = 0; k < n; k++)); do
-		echo "${names[$(((i + k) % n))]}"
-	done
-}
+# rotated (lib.sh) orders the runtimes of each round.
 
 # measure FILE COMMAND...: one timed run, appended to FILE as "NS KB".
 measure() {

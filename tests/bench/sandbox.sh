@@ -42,6 +42,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/bench/lib.sh
+. "$here/lib.sh"
 top=${top_srcdir:-$(cd "$here/../.." && pwd)}
 BRIG=${BRIG:-$top/brig}
 RUNC=${RUNC:-runc}
@@ -242,15 +244,7 @@ timed_sh() {
 	timed "$file" bash -c "$sh_prelude; $script" bash "$@"
 }
 
-rotated() { # I NAMES...: the names from the I-th on, so none always goes first
-	local i=$1
-	shift
-	local -a names=("$@")
-	local k n=${#names[@]}
-	for ((k = 0; k < n; k++)); do
-		echo "${names[$(((i + k) % n))]}"
-	done
-}
+# rotated (lib.sh) orders the runtimes of each round.
 
 # ------------------------------------------------------------- ready, rm ----
 
