@@ -156,6 +156,11 @@ first_share=$(echo "$shares" | sed -n '/./{p;q;}')
 		"$(quote HOME=/root)" "$(quote TERM=dumb)"
 	[ -n "${CI+set}" ] && printf ' %s' "$(quote "CI=$CI")"
 	[ -n "${BRIG+set}" ] && printf ' %s' "$(quote "BRIG=$BRIG")"
+	# The sandbox's lxcfs in the guest's own /run: the default directory
+	# is under the host's /var/lib/brig, which the guest reads through 9p,
+	# so a lxcfs mounted there on the host (and dead, if it was killed) is
+	# in the way, and not the guest's to detach.
+	printf ' %s' "$(quote BRIG_LXCFS_DIR=/run/brig-lxcfs)"
 	printf '%s' "$envs"
 	for arg in "$@"; do
 		printf ' %s' "$(quote "$arg")"
