@@ -69,8 +69,12 @@ if [ "$n_reports" -gt 0 ]; then
 	status=1
 fi
 if [ "$status" -ne 0 ]; then
+	# Each failure with the diagnostic lines bats printed under it (the
+	# output of its runs): the build directory does not outlive CI.
 	find . -name test-suite.log | while read -r l; do
-		grep -E '^(not ok|FAIL)' "$l" | head -n 20
+		awk '/^(not ok|FAIL)/ { n = 0; print; shown++; next }
+			/^# / && n < 15 && shown { n++; print; next }
+			{ n = 15 }' "$l" | head -n 80
 	done
 	echo "(logs: $dir/check.log and the test-suite.log files under $src)"
 fi
