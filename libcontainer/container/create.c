@@ -187,7 +187,7 @@ static int create_in_dir(const struct brig_create_options *o, struct provision *
     int r = provision_container(p, o, b, &ctx.devices, err);
     struct brig_seccomp_filter *filter = NULL;
     const struct brig_seccomp *seccomp = b->spec->linux_ ? b->spec->linux_->seccomp : NULL;
-    if (r == 0 && seccomp && brig_seccomp_compile(seccomp, &filter, err) < 0)
+    if (r == 0 && seccomp && brig_seccomp_compile_cached(seccomp, p->root_fd, &filter, err) < 0)
         r = brig_error_wrap(err, "%s", b->config_path);
     ctx.state = p->state;
     if (r == 0)

@@ -445,7 +445,9 @@ int brig_container_exec(const struct brig_exec_options *o, pid_t *pid, brig_erro
         x.process = imposed;
     if (r == 0 && spec && spec->linux_ && spec->linux_->seccomp) {
         x.seccomp = spec->linux_->seccomp;
-        r = brig_seccomp_compile(x.seccomp, &x.filter, err);
+        /* The state root keeps the programs compiled (seccomp.h). */
+        cleanup_close int cache = openat(dir_fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        r = brig_seccomp_compile_cached(x.seccomp, cache, &x.filter, err);
     }
     if (r == 0)
         r = spawn(&x, status == BRIG_STATUS_PAUSED, pid, err);

@@ -19,6 +19,7 @@
 #include "base/fdpass.h"
 #include "process/seccomp.h"
 #include "process/seccomp_enosys.h"
+#include "process/seccomp_int.h"
 
 /* The kernel's seccomp(2) flag bits (linux/seccomp.h), spelled out so the
  * build doesn't depend on how new the installed kernel headers are. */
@@ -188,22 +189,13 @@ const char *const *brig_seccomp_supported_flag_names(void)
 
 /* ---- compiling ------------------------------------------------------------------------ */
 
-struct brig_seccomp_filter {
-    scmp_filter_ctx ctx;
-    bool notify;
-    unsigned int kernel_flags; /* SECCOMP_FILTER_FLAG_* of the profile's flags */
-    /* Where syscalls newer than the profile get ENOSYS (seccomp_enosys.h);
-     * none: libseccomp loads its program as it is. */
-    struct brig_enosys_arch enosys[BRIG_ENOSYS_MAX_ARCHES];
-    size_t n_enosys;
-};
-
 void brig_seccomp_free(struct brig_seccomp_filter *f)
 {
     if (f == NULL)
         return;
     if (f->ctx)
         seccomp_release(f->ctx);
+    free(f->prog);
     free(f);
 }
 
@@ -427,11 +419,12 @@ int brig_seccomp_compile(const struct brig_seccomp *s, struct brig_seccomp_filte
 int brig_seccomp_load(struct brig_seccomp_filter *f, int *notify_fd, brig_error_t *err)
 {
     *notify_fd = -1;
-    if (f->n_enosys > 0) {
+    if (f->prog == NULL && f->n_enosys > 0
+        && brig_seccomp_program(f->ctx, f->enosys, f->n_enosys, &f->prog, &f->len, err) < 0)
+        return -1;
+    if (f->prog) {
         int listener = -1;
-        if (brig_seccomp_enosys_load(f->ctx, f->enosys, f->n_enosys, f->kernel_flags, &listener,
-                                     err)
-            < 0)
+        if (brig_seccomp_load_program(f->prog, f->len, f->kernel_flags, &listener, err) < 0)
             return -1;
         if (listener < 0)
             return 0;

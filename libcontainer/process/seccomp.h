@@ -41,6 +41,16 @@ struct brig_seccomp_filter;
 int brig_seccomp_compile(const struct brig_seccomp *s, struct brig_seccomp_filter **out,
                          brig_error_t *err);
 
+/* The same through a cache of programs in the directory dir_fd (a state
+ * root: the runtime's own, writable by nobody else; seccomp_cache.c): a
+ * profile compiled once is read back by its key, not compiled again.
+ * dir_fd -1: no cache. */
+int brig_seccomp_compile_cached(const struct brig_seccomp *s, int dir_fd,
+                                struct brig_seccomp_filter **out, brig_error_t *err);
+/* That key: 64 hex digits of the SHA-256 of every field of the profile
+ * and of this libseccomp's version. Pure. */
+void brig_seccomp_key(const struct brig_seccomp *s, char out[65]);
+
 /* Installs the filter in the calling process. *notify_fd is the listener fd
  * (O_CLOEXEC) when the profile has SCMP_ACT_NOTIFY rules, else -1. */
 int brig_seccomp_load(struct brig_seccomp_filter *f, int *notify_fd, brig_error_t *err);

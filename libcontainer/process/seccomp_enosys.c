@@ -121,19 +121,33 @@ static int export_program(scmp_filter_ctx ctx, struct sock_filter **out, size_t 
     return 0;
 }
 
-int brig_seccomp_enosys_load(scmp_filter_ctx ctx, const struct brig_enosys_arch *arches, size_t n,
-                             unsigned int flags, int *listener, brig_error_t *err)
+int brig_seccomp_program(scmp_filter_ctx ctx, const struct brig_enosys_arch *arches, size_t n,
+                         struct sock_filter **prog, size_t *len, brig_error_t *err)
 {
-    *listener = -1;
-    cleanup_free struct sock_filter *program = NULL, *prog = NULL;
-    size_t program_len = 0, len = 0;
+    cleanup_free struct sock_filter *program = NULL;
+    size_t program_len = 0;
     if (export_program(ctx, &program, &program_len, err) < 0)
         return -1;
-    if (brig_seccomp_enosys_stub(arches, n, program, program_len, &prog, &len) < 0)
+    if (n == 0) {
+        *prog = brig_steal_ptr(program);
+        *len = program_len;
+    } else if (brig_seccomp_enosys_stub(arches, n, program, program_len, prog, len) < 0) {
         return brig_error_set(err, ENOMEM, "seccomp filter");
-    if (len > BPF_MAXINSNS)
-        return brig_error_set(err, E2BIG, "seccomp filter: %zu instructions", len);
-    struct sock_fprog fprog = { .len = (unsigned short) len, .filter = prog };
+    }
+    if (*len > BPF_MAXINSNS) {
+        free(*prog);
+        *prog = NULL;
+        return brig_error_set(err, E2BIG, "seccomp filter: %zu instructions", *len);
+    }
+    return 0;
+}
+
+int brig_seccomp_load_program(const struct sock_filter *prog, size_t len, unsigned int flags,
+                              int *listener, brig_error_t *err)
+{
+    *listener = -1;
+    struct sock_fprog fprog = { .len = (unsigned short) len,
+                                .filter = (struct sock_filter *) prog };
     long r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &fprog);
     if (r < 0 && errno == EACCES)
         return brig_error_set(err, EACCES,

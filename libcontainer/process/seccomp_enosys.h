@@ -40,9 +40,14 @@ int brig_seccomp_enosys_stub(const struct brig_enosys_arch *arches, size_t n,
                              const struct sock_filter *program, size_t program_len,
                              struct sock_filter **prog, size_t *len);
 
-/* libseccomp's program for `ctx`, with the stub, loaded with the kernel's
- * `flags` (SECCOMP_FILTER_FLAG_*); a listener's fd in *listener (else -1). */
-int brig_seccomp_enosys_load(scmp_filter_ctx ctx, const struct brig_enosys_arch *arches, size_t n,
-                             unsigned int flags, int *listener, brig_error_t *err);
+/* libseccomp's program for `ctx`, with the stub for `arches` in front
+ * (none: as it is): *prog (caller frees) of *len instructions. */
+int brig_seccomp_program(scmp_filter_ctx ctx, const struct brig_enosys_arch *arches, size_t n,
+                         struct sock_filter **prog, size_t *len, brig_error_t *err);
+
+/* Installs a program with the kernel's `flags` (SECCOMP_FILTER_FLAG_*); a
+ * listener's fd in *listener (else -1). */
+int brig_seccomp_load_program(const struct sock_filter *prog, size_t len, unsigned int flags,
+                              int *listener, brig_error_t *err);
 
 #endif

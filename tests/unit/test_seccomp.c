@@ -6,11 +6,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -891,6 +895,100 @@ static void test_compat_abi(void)
 }
 #endif
 
+/* ---- the cache of programs ----------------------------------------------------------- */
+
+static int ppid_errno(void *arg)
+{
+    (void) arg;
+    errno = 0;
+    return syscall(SYS_getppid) < 0 ? errno : 0;
+}
+
+/* Loads f in a child that calls getppid: its errno, or 0. */
+static int getppid_under(struct brig_seccomp_filter *f)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int nfd;
+        brig_error_t err = NULL;
+        _exit(brig_seccomp_load(f, &nfd, &err) < 0 ? 100 : ppid_errno(NULL));
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void test_cache(const char *dir)
+{
+    cleanup_free char *json = read_profile("sandbox.json");
+    struct brig_seccomp *s = NULL, *other = NULL;
+    brig_error_t err = NULL;
+    const char *errno_json = "{\"defaultAction\": \"SCMP_ACT_ERRNO\", \"defaultErrnoRet\": 2}";
+    const char *errno_json2 = "{\"defaultAction\": \"SCMP_ACT_ERRNO\", \"defaultErrnoRet\": 3}";
+    CHECK(json && brig_seccomp_parse(json, strlen(json), "sandbox.json", &s, &err) == 0,
+          "cache: the sandbox profile parses");
+    if (s == NULL)
+        return;
+    char key[65], key2[65], path[PATH_MAX];
+    brig_seccomp_key(s, key);
+    brig_seccomp_key(s, key2);
+    CHECK(strlen(key) == 64 && strcmp(key, key2) == 0, "cache: one profile, one key");
+    CHECK(brig_seccomp_parse(errno_json, strlen(errno_json), "a", &other, &err) == 0,
+          "cache: a one-line profile parses");
+    brig_seccomp_key(other, key2);
+    brig_seccomp_free_spec(other);
+    other = NULL;
+    char key3[65];
+    CHECK(brig_seccomp_parse(errno_json2, strlen(errno_json2), "b", &other, &err) == 0,
+          "cache: its twin parses");
+    brig_seccomp_key(other, key3);
+    brig_seccomp_free_spec(other);
+    CHECK(strcmp(key, key2) != 0 && strcmp(key2, key3) != 0,
+          "cache: profiles that differ in one errno have different keys");
+
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct brig_seccomp_filter *f = NULL;
+    snprintf(path, sizeof path, "%s/.seccomp-%s", dir, key);
+    CHECK(brig_seccomp_compile_cached(s, dfd, &f, &err) == 0, "cache: a miss compiles");
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && st.st_size > 64 && (st.st_mode & 077) == 0,
+          "cache: the program is kept, for the owner only");
+    CHECK(getppid_under(f) == 0, "cache: the compiled program allows getppid");
+    brig_seccomp_free(f);
+
+    /* A program put in its place is what a hit loads: getppid gets E2BIG. */
+    struct sock_filter fake[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getppid, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | E2BIG),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    int fd = open(path, O_RDWR);
+    uint32_t len = 4;
+    char head[16 + 12];
+    bool rewritten = fd >= 0 && pread(fd, head, sizeof head, 0) == (ssize_t) sizeof head;
+    memcpy(head + sizeof head - 4, &len, 4);
+    rewritten = rewritten && ftruncate(fd, 0) == 0 && pwrite(fd, head, sizeof head, 0) > 0
+                && pwrite(fd, fake, sizeof fake, sizeof head) == (ssize_t) sizeof fake;
+    if (fd >= 0)
+        close(fd);
+    CHECK(rewritten, "cache: the kept program can be replaced by the test");
+    CHECK(brig_seccomp_compile_cached(s, dfd, &f, &err) == 0 && getppid_under(f) == E2BIG,
+          "cache: a hit loads the kept program, compiling nothing");
+    brig_seccomp_free(f);
+
+    /* A file cut short is compiled anew and written whole again. */
+    CHECK(truncate(path, 20) == 0, "cache: the kept program can be cut short");
+    CHECK(brig_seccomp_compile_cached(s, dfd, &f, &err) == 0 && getppid_under(f) == 0,
+          "cache: a file cut short is ignored and the profile compiled");
+    CHECK(stat(path, &st) == 0 && st.st_size > 64, "cache: and kept whole again");
+    brig_seccomp_free(f);
+    unlink(path);
+    close(dfd);
+    brig_seccomp_free_spec(s);
+}
+
 int main(void)
 {
     if (geteuid() != 0) {
@@ -921,6 +1019,7 @@ int main(void)
     test_features();
     test_profile("default.json", false);
     test_profile("sandbox.json", true);
+    test_cache(dir);
 #ifdef __x86_64__
     test_compat_abi();
 #endif
