@@ -1,8 +1,8 @@
 #define _GNU_SOURCE
 /* Compiled seccomp programs, kept by what they were compiled from.
  *
- * libseccomp builds its program anew for every process: for the sandbox's
- * profile (some 370 syscalls) that is a third of an exec's time. Every
+ * libseccomp builds its program anew for every process: for a profile of
+ * some 370 syscalls that is a third of an exec's time. Every
  * process of a container, and every container of one profile, gets the
  * same program, so the program is written once to the state root as
  * `.seccomp-<key>`, where the key is the SHA-256 of every field of the
