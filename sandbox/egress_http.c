@@ -24,6 +24,14 @@ static int refuse(int *status, const char **reason, int code, const char *why)
     return -1;
 }
 
+/* The "\r\n" that ends the line at p, before `end`. The head is not
+ * NUL-terminated (the proxy's buffer may be full): strstr could read on
+ * past it. */
+static const char *line_end(const char *p, const char *end)
+{
+    return memmem(p, (size_t) (end - p), "\r\n", 2);
+}
+
 /* A method is an RFC 9110 token. */
 static bool is_token(const char *s, size_t n)
 {
@@ -126,7 +134,7 @@ static int rewrite(const char *method, size_t mlen, const char *path, size_t ple
     int n = snprintf(out, cap, "%.*s %.*s %.8s\r\n", (int) mlen, method, (int) plen, path, version);
     size_t used = (size_t) n;
     for (const char *line = headers; line < end;) {
-        const char *eol = strstr(line, "\r\n");
+        const char *eol = line_end(line, end);
         size_t len = (size_t) (eol - line);
         if (!hop_header(line, len)) {
             memcpy(out + used, line, len + 2);
@@ -150,7 +158,7 @@ static int rewrite(const char *method, size_t mlen, const char *path, size_t ple
 static bool has_body_header(const char *h, const char *end)
 {
     for (const char *line = h; line < end;) {
-        const char *eol = strstr(line, "\r\n");
+        const char *eol = line_end(line, end);
         size_t n = (size_t) (eol - line);
         if (n >= 18 && strncasecmp(line, "transfer-encoding:", 18) == 0)
             return true;
@@ -170,7 +178,7 @@ static bool has_body_header(const char *h, const char *end)
 static bool headers_valid(const char *h, const char *end)
 {
     for (const char *line = h; line < end;) {
-        const char *eol = strstr(line, "\r\n");
+        const char *eol = line_end(line, end);
         const char *colon = memchr(line, ':', (size_t) (eol - line));
         if (colon == NULL || !is_token(line, (size_t) (colon - line)))
             return false;
@@ -193,7 +201,7 @@ int brig_egress_request_parse(const char *buf, size_t len, struct brig_egress_re
                    : (memchr(buf, '\0', len) ? refuse(status, reason, 400, "NUL in request") : 0);
     if (memchr(buf, '\0', (size_t) (stop - buf)))
         return refuse(status, reason, 400, "NUL in request");
-    const char *eol = strstr(buf, "\r\n");
+    const char *eol = line_end(buf, stop + 2);
     /* METHOD SP TARGET SP HTTP/1.x */
     const char *sp1 = memchr(buf, ' ', (size_t) (eol - buf));
     const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t) (eol - sp1 - 1)) : NULL;

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "sandbox/egress.h"
 #include "unit.h"
@@ -248,6 +250,29 @@ static void test_requests(void)
     free(big);
 }
 
+/* A head read into a full buffer has no NUL after it: the parser must
+ * stay inside its bytes (fuzz_egress_http found strstr reading on). The
+ * head ends a page whose next one can't be read. */
+static void test_unterminated(void)
+{
+    static const char head[] = "GET http://deb.example/x HTTP/1.1\r\nAccept: */*\r\n\r\n";
+    size_t page = (size_t) sysconf(_SC_PAGESIZE), n = sizeof head - 1;
+    char *map = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(map != MAP_FAILED && mprotect(map + page, page, PROT_NONE) == 0,
+          "unterminated: a guard page");
+    if (map == MAP_FAILED)
+        return;
+    char *buf = memcpy(map + page - n, head, n);
+    struct brig_egress_request r;
+    int status = 0;
+    const char *reason = NULL;
+    CHECK(brig_egress_request_parse(buf, n, &r, &status, &reason) == 1
+              && strcmp(r.host, "deb.example") == 0 && r.head_len == n,
+          "unterminated: a head up to the buffer's end parses");
+    brig_egress_request_clear(&r);
+    munmap(map, 2 * page);
+}
+
 static bool public4(const char *a)
 {
     struct sockaddr_in sin = { .sin_family = AF_INET };
@@ -308,6 +333,7 @@ int main(void)
     test_download_conf();
     test_sources();
     test_requests();
+    test_unterminated();
     test_addresses();
     return unit_done();
 }
