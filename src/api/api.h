@@ -64,6 +64,16 @@ size_t api_unescape(void *cls, struct MHD_Connection *c, char *s);
 
 typedef enum MHD_Result (*api_handler)(struct MHD_Connection *c, struct api_request *r);
 
+/* ---- routing (request.c), pure ---- */
+/* Splits r->url, "/v1/sandboxes/ID/...", in place into r->parts; the
+ * files route keeps the rest of the path whole in r->file. False for a
+ * path outside /v1/ or with too many parts. */
+bool api_split_url(struct api_request *r);
+/* The handler of r->method on the split path, or NULL with *status 404
+ * (no such route) or 405 and the methods the path takes in `allow` (NULL:
+ * not wanted). */
+api_handler api_find_route(const struct api_request *r, unsigned *status, char *allow, size_t size);
+
 /* ---- replies (request.c) ---- */
 enum MHD_Result api_reply(struct MHD_Connection *c, unsigned status, const char *type,
                           const void *data, size_t len);

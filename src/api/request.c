@@ -153,10 +153,7 @@ static bool authorized(struct MHD_Connection *c)
 
 /* ---- routing ---- */
 
-/* Splits "/v1/sandboxes/ID/..." in place; the files route keeps the rest
- * of the path whole. False for a path outside /v1/ or with too many
- * parts. */
-static bool split_url(struct api_request *r)
+bool api_split_url(struct api_request *r)
 {
     char *p = r->url;
     if (strncmp(p, "/v1/", 4) != 0)
@@ -212,10 +209,7 @@ static const struct route routes[] = {
     { 3, "files", NULL, "PUT", api_file_put },
 };
 
-/* The handler, or NULL with *status 404 (no such route) or 405 and the
- * methods the path takes in `allow` (NULL: not wanted). */
-static api_handler find_route(const struct api_request *r, unsigned *status, char *allow,
-                              size_t size)
+api_handler api_find_route(const struct api_request *r, unsigned *status, char *allow, size_t size)
 {
     *status = 404;
     if (allow)
@@ -283,11 +277,11 @@ static enum MHD_Result first_call(struct MHD_Connection *c, const char *url, con
         return error_reply(c, 401, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer", denied);
     if (strstr(url, "%00"))
         return api_reply_error(c, 400, "a NUL (%%00) in the path");
-    if (!split_url(r))
+    if (!api_split_url(r))
         return api_reply_error(c, 404, "no such route: %s", url);
     unsigned status;
     char allow[64];
-    api_handler h = find_route(r, &status, allow, sizeof allow);
+    api_handler h = api_find_route(r, &status, allow, sizeof allow);
     if (h == NULL && status == 405) {
         cleanup_free char *msg = NULL;
         if (asprintf(&msg, "method %s not allowed on %s", method, url) < 0)
@@ -323,7 +317,7 @@ enum MHD_Result api_access(void *cls, struct MHD_Connection *c, const char *url,
     if (r->body_too_big)
         return api_reply_error(c, 413, "body larger than %zu bytes", API_MAX_BODY);
     unsigned status;
-    api_handler h = find_route(r, &status, NULL, 0);
+    api_handler h = api_find_route(r, &status, NULL, 0);
     return h ? h(c, r) : api_reply_error(c, status, "no such route");
 }
 
