@@ -237,6 +237,36 @@ MALLOC_CONF=narenas:1,background_thread:true,lg_tcache_max:10,dirty_decay_ms:500
 	[[ "$output" == *"no sandbox \`s2\`"* ]]
 }
 
+@test "sandbox create: one formatted image per data size, copied into each sandbox, never written through" {
+	sb create --rootfs "$ROOTFS_TREE" --data-size 24M --memory 64M g1
+	kept=$BRIG_SANDBOX_DIR/.images/ext4-25165824.img
+	[ -f "$kept" ] || fail "no formatted image kept: $(ls -la "$BRIG_SANDBOX_DIR/.images" 2>&1)"
+	sum=$(md5sum <"$kept")
+	# The copy's root is the sandbox user's, and empty.
+	run sb exec g1 -- sh -c 'echo "$(stat -c %u /mnt/data) $(id -u) [$(ls -A /mnt/data)]"; echo one >/mnt/data/f'
+	[ "$output" = "1000 1000 []" ] || fail "g1's /mnt/data: $output"
+	sb create --rootfs "$ROOTFS_TREE" --data-size 24M --memory 64M g2
+	run sb exec g2 -- sh -c 'ls -A /mnt/data; echo two >/mnt/data/f'
+	[ -z "$output" ] || fail "g2's new /mnt/data holds: $output"
+	[ "$(sb exec g1 -- cat /mnt/data/f)" = one ]
+	[ "$(sb exec g2 -- cat /mnt/data/f)" = two ]
+	# Neither sandbox wrote through to the kept image: it is the same,
+	# and an empty clean file system.
+	[ "$(md5sum <"$kept")" = "$sum" ]
+	run e2fsck -fn "$kept"
+	[ "$status" -eq 0 ] || fail "e2fsck of the kept image: $output"
+	sb rm g1
+	sb rm g2
+	# Gone, it is formatted again by the next create of that size.
+	rm "$kept"
+	sb create --rootfs "$ROOTFS_TREE" --data-size 24M --memory 64M g3
+	[ -f "$kept" ]
+	[ "$(sb exec g3 -- ls -A /mnt/data)" = "" ]
+	sb rm g3
+	run sb ls
+	[[ "$output" != *g3* ]] || fail "g3 outlived its rm: $output"
+}
+
 @test "brig run --profile sandbox and the annotation apply the profile to any bundle" {
 	setup_bundle
 	set_args python3 -c 'import os; open("/mnt/data/f","w").write("x"); print(2+2, os.getuid(), os.getcwd())'
