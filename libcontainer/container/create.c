@@ -119,11 +119,12 @@ static int spawn_init(const struct brig_create_options *o, struct provision *p,
                       struct brig_seccomp_filter *filter, int fifo, pid_t *init_pid,
                       brig_error_t *err)
 {
-    /* v1 hierarchies: the init enters them itself (cgroup.h), where it
-     * starts in our user namespace. */
+    /* v1 hierarchies: the init enters them itself (cgroup.h), also from
+     * a user namespace of its own: the kernel checks the write against
+     * our credentials, which opened the files. */
     cleanup_self_join struct brig_cgroup_self_join self = BRIG_CGROUP_SELF_JOIN_INIT;
     int clone_fd = p->cgroup.path ? brig_cgroup_clone_fd(&p->cgroup) : -1;
-    if (p->cgroup.path && clone_fd < 0 && !(brig_process_clone_flags(ctx->spec) & CLONE_NEWUSER)
+    if (p->cgroup.path && clone_fd < 0
         && brig_cgroup_self_join_open(&p->cgroup, false, &self, err) < 0)
         return -1;
     bool joins = self.n > 0 || self.clone_fd >= 0;
