@@ -22,7 +22,9 @@
 #   idle      MemAvailable's drop per idle sandbox over IDLE sandboxes,
 #             page caches dropped before each reading: every process a
 #             runtime keeps per sandbox counts (brig-init; runsc's sentry and
-#             gofer; runc's sleep)
+#             gofer; runc's sleep), and beside it the kernel's accounted
+#             memory (slab, stacks, page tables, per-CPU, vmalloc, anon,
+#             shmem, buffers), which the host's other tenants move less
 #   density   DENSITY sandboxes with their limits created PARALLEL at a time,
 #             each then answering an exec of `true`; creation time, rate and
 #             memory. A runtime stops early when MemAvailable falls below a
@@ -324,11 +326,18 @@ done
 
 # ---------------------------------------------------------------- idle ----
 
-mem_available_kb() {
+# mem_kb: "AVAILABLE ACCOUNTED" with caches dropped. MemAvailable is what
+# the issue measures, but on a host whose other tenants come and go it
+# swings by MiBs; ACCOUNTED adds up what the kernel holds for processes
+# and kernel objects (slab, stacks, page tables, per-CPU, vmalloc, anon,
+# shmem, buffers), which only the sandboxes move.
+mem_kb() {
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
 	sleep 1
-	awk '/^MemAvailable:/ { print $2 }' /proc/meminfo
+	awk '/^MemAvailable:/ { a = $2 }
+		/^(Slab|KernelStack|PageTables|Percpu|VmallocUsed|AnonPages|Shmem|Buffers):/ { s += $2 }
+		END { print a, s }' /proc/meminfo
 }
 bundles() { # RT PREFIX N: bundles PREFIX-0 .. PREFIX-(N-1), for runc and runsc
 	local k
@@ -337,17 +346,18 @@ bundles() { # RT PREFIX N: bundles PREFIX-0 .. PREFIX-(N-1), for runc and runsc
 		bundle "$2-$k"
 	done
 }
-declare -A idle_kb=()
+declare -A idle_kb=() idle_acct=()
 echo "# idle memory: $IDLE_N sandboxes each"
 for r in "${runtimes[@]}"; do
 	bundles "$r" "idle-$r" "$IDLE_N"
-	before=$(mem_available_kb)
+	read -r before before_acct < <(mem_kb)
 	for ((k = 0; k < IDLE_N; k++)); do
 		start_sb "$r" "idle-$r-$k" >/dev/null 2>>"$log" || die "$r: idle sandbox $k: $(tail -3 "$log")"
 	done
 	sleep 2
-	after=$(mem_available_kb)
+	read -r after after_acct < <(mem_kb)
 	idle_kb[$r]=$(((before - after) / IDLE_N))
+	idle_acct[$r]=$(((after_acct - before_acct) / IDLE_N))
 	for ((k = 0; k < IDLE_N; k++)); do
 		rm_sb "$r" "idle-$r-$k" >/dev/null 2>>"$log" || true
 	done
@@ -355,13 +365,13 @@ done
 
 # ------------------------------------------------------------- density ----
 
-declare -A dens_n=() dens_s=() dens_rate=() dens_kb=() dens_exec=() dens_stop=()
+declare -A dens_n=() dens_s=() dens_rate=() dens_kb=() dens_acct=() dens_exec=() dens_stop=()
 total_kb=$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)
 floor_kb=$((total_kb / 4))
 echo "# density: up to $DENSITY_N each, $PARALLEL at a time, $BUDGET s at most"
 for r in "${runtimes[@]}"; do
 	bundles "$r" "d-$r" "$DENSITY_N"
-	before=$(mem_available_kb)
+	read -r before before_acct < <(mem_kb)
 	n=0 stop="all $DENSITY_N" t0=$(date +%s%N)
 	while ((n < DENSITY_N)); do
 		batch=$((DENSITY_N - n < 50 ? DENSITY_N - n : 50))
@@ -386,14 +396,15 @@ for r in "${runtimes[@]}"; do
 	for ((k = 0; k < n; k++)); do
 		exec_sb "$r" "d-$r-$k" true >/dev/null 2>>"$log" && answered=$((answered + 1))
 	done
-	after=$(mem_available_kb)
+	read -r after after_acct < <(mem_kb)
 	dens_n[$r]=$n
 	dens_s[$r]=$(awk -v ns=$((t1 - t0)) 'BEGIN { printf "%.2f", ns / 1e9 }')
 	dens_rate[$r]=$(awk -v n="$n" -v ns=$((t1 - t0)) 'BEGIN { printf "%.1f", n / (ns / 1e9) }')
 	dens_kb[$r]=$(((before - after) / (n > 0 ? n : 1)))
+	dens_acct[$r]=$(((after_acct - before_acct) / (n > 0 ? n : 1)))
 	dens_exec[$r]=$answered
 	dens_stop[$r]=$stop
-	echo "#   $r: $n in ${dens_s[$r]} s (${dens_rate[$r]}/s), $answered answered, ${dens_kb[$r]} KB each; $stop"
+	echo "#   $r: $n in ${dens_s[$r]} s (${dens_rate[$r]}/s), $answered answered, ${dens_kb[$r]} KB each (${dens_acct[$r]} KB accounted); $stop"
 	for ((k = 0; k < n; k++)); do
 		echo "d-$r-$k"
 	done | xargs -P $((4 * PARALLEL)) -I{} bash -c "$sh_prelude; rm_sb $r {} >/dev/null 2>&1" || true
@@ -418,11 +429,13 @@ json_bench() { # BENCH: one JSON object, a member per runtime
 	done | jq -s --arg b "$b" '{($b): add}'
 }
 json_one() { # RT: idle and density of one runtime
-	jq -n --arg r "$1" --argjson idle "${idle_kb[$1]}" --argjson n "${dens_n[$1]}" \
+	jq -n --arg r "$1" --argjson idle "${idle_kb[$1]}" --argjson idle_acct "${idle_acct[$1]}" \
+		--argjson n "${dens_n[$1]}" --argjson acct "${dens_acct[$1]}" \
 		--argjson s "${dens_s[$1]}" --argjson rate "${dens_rate[$1]}" --argjson kb "${dens_kb[$1]}" \
 		--argjson ans "${dens_exec[$1]}" --arg stop "${dens_stop[$1]}" \
-		'{($r): {idle_kb: $idle, density: {sandboxes: $n, seconds: $s, per_second: $rate,
-		          kb_each: $kb, answered: $ans, end: $stop}}}'
+		'{($r): {idle_kb: $idle, idle_accounted_kb: $idle_acct,
+		         density: {sandboxes: $n, seconds: $s, per_second: $rate, kb_each: $kb,
+		                   accounted_kb_each: $acct, answered: $ans, end: $stop}}}'
 }
 {
 	for b in ready exec_true exec_python rm work_syscall work_file work_cpu; do
@@ -443,6 +456,8 @@ json_one() { # RT: idle and density of one runtime
 	                                               "brig/runc": ratio(.; "brig"; "runc")}}) | add)
 	          + {idle: {"brig/runsc": mratio("brig"; "runsc"; .idle_kb),
 	                    "brig/runc": mratio("brig"; "runc"; .idle_kb)},
+	             idle_accounted: {"brig/runsc": mratio("brig"; "runsc"; .idle_accounted_kb),
+	                              "brig/runc": mratio("brig"; "runc"; .idle_accounted_kb)},
 	             density_rate: {"brig/runsc": mratio("brig"; "runsc"; .density.per_second),
 	                            "brig/runc": mratio("brig"; "runc"; .density.per_second)}})}' >"$result"
 
@@ -450,9 +465,9 @@ jq -r '"# \(.date), kernel \(.kernel), \(.cpus) CPUs; runsc --platform=\(.runsc_
 {
 	jq -r '.benchmarks | to_entries[] | select(.key != "memory") | .key as $b | .value | to_entries[]
 		| "\($b)\t\(.key)\t\(.value.median_ms)\t[\(.value.p10_ms)-\(.value.p90_ms)]\tp99 \(.value.p99_ms)"' "$result"
-	jq -r '.benchmarks.memory | to_entries[] | "idle\t\(.key)\t\(.value.idle_kb) KB each"' "$result"
+	jq -r '.benchmarks.memory | to_entries[] | "idle\t\(.key)\t\(.value.idle_kb) KB each (\(.value.idle_accounted_kb) KB accounted)"' "$result"
 	jq -r '.benchmarks.memory | to_entries[] | .key as $r | .value.density
-		| "density\t\($r)\t\(.sandboxes) in \(.seconds) s\t\(.per_second)/s\t\(.kb_each) KB each, \(.answered) answered"' "$result"
+		| "density\t\($r)\t\(.sandboxes) in \(.seconds) s\t\(.per_second)/s\t\(.kb_each) KB each (\(.accounted_kb_each) accounted), \(.answered) answered"' "$result"
 } | column -t -s "$(printf '\t')"
 jq -r '.ratios | to_entries[] | "\(.key)\tratios  "
 	+ (.value | to_entries | map(select(.value != null) | "\(.key) \(.value)") | join("  "))' "$result" |
