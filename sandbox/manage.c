@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -54,6 +55,33 @@ static int make_dirs(const char *dir, bool *fresh, brig_error_t *err)
     else if (errno != EEXIST)
         return brig_error_set(err, errno, CREATE ": mkdir `%s`", dir);
     return 0;
+}
+
+/* One create of an id at a time: its dir, made and locked (flock) for the
+ * whole create, so that a second create of the name waits and then finds
+ * the first one's sandbox, instead of writing its bundle and records over
+ * the first one's. A dir removed while we waited (a failed create cleans
+ * up after itself) is made again. */
+static int claim_dir(const char *dir, bool *fresh, int *out, brig_error_t *err)
+{
+    for (int attempt = 0; attempt < 16; attempt++) {
+        if (make_dirs(dir, fresh, err) < 0)
+            return -1;
+        cleanup_close int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0 && errno == ENOENT)
+            continue;
+        if (fd < 0)
+            return brig_error_set(err, errno, CREATE ": open `%s`", dir);
+        while (flock(fd, LOCK_EX) < 0)
+            if (errno != EINTR)
+                return brig_error_set(err, errno, CREATE ": lock `%s`", dir);
+        struct stat st;
+        if (fstat(fd, &st) == 0 && st.st_nlink > 0) {
+            *out = brig_steal_fd(fd);
+            return 0;
+        }
+    }
+    return brig_error_set(err, EAGAIN, CREATE ": `%s` was removed 16 times as it was made", dir);
 }
 
 /* The bundle: brig's default spec, without a terminal (the init is
@@ -208,14 +236,17 @@ int brig_sandbox_create(const struct brig_sandbox_create_options *o, brig_error_
     bool fresh;
     if (brig_sandbox_dir(o->id, &dir, err) < 0)
         return -1;
+    cleanup_close int lock = -1;
+    if (claim_dir(dir, &fresh, &lock, err) < 0)
+        return -1;
     if (container_status(o->root, o->id, &status)) {
+        if (fresh) /* a container of that id, not a sandbox's: its dir is ours */
+            rmdir(dir);
         brig_error_set(err, 0, CREATE ": sandbox `%s` exists (%s)", o->id,
                        brig_status_name(status));
         (*err)->errnum = EEXIST;
         return -1;
     }
-    if (make_dirs(dir, &fresh, err) < 0)
-        return -1;
     int r = fresh ? 0 : check_reuse(dir, o->settings, err);
     bool recorded = false;
     if (r == 0)
