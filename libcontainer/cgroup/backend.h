@@ -27,6 +27,8 @@ struct brig_cgroup_backend {
     int (*signal_all)(const struct brig_cgroup *cg, int sig, brig_error_t *err);
     int (*kill_all)(const struct brig_cgroup *cg, brig_error_t *err);
     int (*destroy)(const char *path, brig_error_t *err);
+    int (*planned_path)(const char *cgroups_path, const char *id, char **out,
+                        brig_error_t *err); /* may be NULL */
     int (*stats)(const struct brig_cgroup *cg, struct brig_cgroup_stats *out, brig_error_t *err);
     int (*clone_fd)(const struct brig_cgroup *cg);
     int (*open_sub)(const struct brig_cgroup *cg, const struct brig_cgroup_sub *subs, size_t n,

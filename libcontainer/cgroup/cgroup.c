@@ -155,6 +155,28 @@ int brig_cgroup_destroy(const char *path, brig_error_t *err)
     return backend_for_path(path)->destroy(path, err);
 }
 
+int brig_cgroup_planned_path(const char *cgroups_path, const char *id, char **out,
+                             brig_error_t *err)
+{
+    *out = NULL;
+    const struct brig_cgroup_backend *b = host_backend();
+    return b->planned_path ? b->planned_path(cgroups_path, id, out, err) : 0;
+}
+
+void brig_cgroup_remove_planned(const char *path)
+{
+    /* A line per directory (v1), or one (v2): rmdir removes only an empty
+     * cgroup without children, which nothing else can be using. */
+    for (const char *p = path; *p;) {
+        size_t len = strcspn(p, "\n");
+        char *dir = strndup(p, len);
+        if (dir && *dir == '/')
+            rmdir(dir);
+        free(dir);
+        p += len + (p[len] == '\n');
+    }
+}
+
 void brig_cgroup_remove_parents_made(const struct brig_cgroup *cg)
 {
     const struct brig_cgroup_backend *b = backend_of(cg);

@@ -237,6 +237,16 @@ int brig_cgroup_pids(const struct brig_cgroup *cg, pid_t **out, size_t *n, brig_
 /* Removes the cgroup once empty, waiting briefly for dying processes, and
  * its child cgroups; no parent (the "brig/" level stays for the next). */
 int brig_cgroup_destroy(const char *path, brig_error_t *err);
+/* The path brig_cgroup_create() would give the cgroup, made of nothing:
+ * recorded before the create, so that a runtime killed half-way through
+ * it leaves a record of the directories it may have made. *out is NULL
+ * where the host's backend can't say. */
+int brig_cgroup_planned_path(const char *cgroups_path, const char *id, char **out,
+                             brig_error_t *err);
+/* What a killed create may have left of such a path: each directory of it
+ * removed if it is an empty cgroup with no children, and left alone
+ * otherwise (it is not known to be ours). */
+void brig_cgroup_remove_planned(const char *path);
 /* After a failed create's brig_cgroup_destroy: the parent directories
  * that create made, where they are empty (v1; v2 keeps its parents). */
 void brig_cgroup_remove_parents_made(const struct brig_cgroup *cg);

@@ -411,6 +411,18 @@ static int create_cgroup(const char *cgroups_path, const char *id, const struct 
     return rc;
 }
 
+static int v1_planned_path(const char *cgroups_path, const char *id, char **out, brig_error_t *err)
+{
+    struct brig_cgroup_v1 *v = calloc(1, sizeof *v);
+    if (v == NULL)
+        return brig_error_set(err, ENOMEM, "cgroup");
+    int rc = plan_dirs(cgroups_path, id, v, err);
+    if (rc == 0)
+        rc = join_paths(v, out, err);
+    v1_free(v);
+    return rc;
+}
+
 static int v1_create(const char *cgroups_path, const char *id, const struct brig_resources *r,
                      struct brig_cgroup *out, brig_error_t *err)
 {
@@ -535,4 +547,5 @@ const struct brig_cgroup_backend brig_cgroup_v1 = {
     .remove_parents_made = v1_remove_parents_made,
     .add_pid_unfrozen = brig_cgroup_v1_add_pid_unfrozen,
     .self_join_open = brig_cgroup_v1_self_join_open,
+    .planned_path = v1_planned_path,
 };

@@ -466,6 +466,23 @@ static int create_for(const char *cgroups_path, const char *id, const struct bri
     return create_cgroup(relative, r, devices, out, err);
 }
 
+static int v2_planned_path(const char *cgroups_path, const char *id, char **out, brig_error_t *err)
+{
+    cleanup_free char *own = brig_cgroup_own();
+    cleanup_free char *relative = NULL;
+    if (own == NULL)
+        return brig_error_set(err, ENOMEM, "cgroup");
+    const char *root = brig_cgroup_root(err);
+    if (root == NULL || brig_cgroup_path_resolve(cgroups_path, id, own, &relative, err) < 0
+        || check_relative(relative, err) < 0)
+        return -1;
+    if (asprintf(out, "%s/%s", root, relative) < 0) {
+        *out = NULL;
+        return brig_error_set(err, ENOMEM, "cgroup");
+    }
+    return 0;
+}
+
 static int v2_create(const char *cgroups_path, const char *id, const struct brig_resources *r,
                      struct brig_cgroup *out, brig_error_t *err)
 {
@@ -658,6 +675,7 @@ const struct brig_cgroup_backend brig_cgroup_v2 = {
     .signal_all = v2_signal_all,
     .kill_all = v2_kill_all,
     .destroy = v2_destroy,
+    .planned_path = v2_planned_path,
     .stats = brig_cgroup_v2_stats,
     .oom_watch = brig_cgroup_v2_oom_watch,
     .oom_kills = brig_cgroup_v2_oom_kills,

@@ -334,6 +334,18 @@ static int kill_and_wait(const struct brig_state *st, brig_error_t *err)
     return 0;
 }
 
+/* A create killed while making its cgroup recorded no path in the state,
+ * but the directories it was making (provision.c): those that are empty
+ * go. */
+static void remove_planned(int dir_fd)
+{
+    cleanup_free char *planned = NULL;
+    brig_error_t ignored = NULL;
+    if (brig_read_file_at(dir_fd, BRIG_CGROUP_PLANNED, &planned, NULL, &ignored) == 0)
+        brig_cgroup_remove_planned(planned);
+    brig_error_release(&ignored);
+}
+
 int brig_container_delete(const char *root, const char *id, bool force, brig_error_t *warning,
                           brig_error_t *err)
 {
@@ -367,6 +379,8 @@ int brig_container_delete(const char *root, const char *id, bool force, brig_err
         brig_error_wrap(warning, "container `%s`", id);
     if (r == 0 && *st->cgroup_path)
         r = brig_cgroup_destroy(st->cgroup_path, err);
+    if (r == 0 && !*st->cgroup_path)
+        remove_planned(dir_fd);
     const struct brig_handler *h = NULL;
     if (r == 0 && brig_handler_of(dir_fd, BRIG_HANDLER_FILE, &h, err) < 0)
         r = -1;

@@ -183,6 +183,20 @@ int provision_state(struct provision *p, const struct brig_create_options *o,
     return p->state ? 0 : new_state(o, spec, &p->state, err);
 }
 
+/* The directories the cgroup's create is about to make, recorded first:
+ * a runtime killed while making them leaves delete a list of them. */
+static int record_planned(struct provision *p, const struct brig_spec *spec, brig_error_t *err)
+{
+    cleanup_free char *planned = NULL;
+    const char *cgroups_path = spec->linux_ ? spec->linux_->cgroups_path : NULL;
+    if (brig_cgroup_planned_path(cgroups_path, p->id, &planned, err) < 0)
+        return -1;
+    if (planned == NULL)
+        return 0;
+    return brig_write_file_new_at(p->dir_fd, BRIG_CGROUP_PLANNED, planned, strlen(planned), 0600,
+                                  err);
+}
+
 int provision_container(struct provision *p, const struct brig_create_options *o,
                         const struct brig_bundle *b, struct brig_devices_program *deferred,
                         brig_error_t *err)
@@ -193,6 +207,8 @@ int provision_container(struct provision *p, const struct brig_create_options *o
     /* post* hooks and exec need the spec: keep it as it was created (the
      * very bytes parsed), rather than trusting the bundle to stay unchanged. */
     if (brig_write_file_new_at(p->dir_fd, BRIG_SAVED_CONFIG, b->text, b->len, 0600, err) < 0)
+        return -1;
+    if (!o->no_cgroup && !o->systemd_cgroup && record_planned(p, spec, err) < 0)
         return -1;
     if (!o->no_cgroup && setup_cgroup(p, o, spec, deferred, err) < 0)
         return -1;

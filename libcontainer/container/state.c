@@ -145,6 +145,7 @@ int brig_state_dir_remove(int root_fd, int dir_fd, const char *id, brig_error_t 
      * tree is walked. */
     unlinkat(dir_fd, BRIG_STATE_FILE, 0);
     unlinkat(dir_fd, BRIG_SAVED_CONFIG, 0);
+    unlinkat(dir_fd, BRIG_CGROUP_PLANNED, 0);
     if (unlinkat(root_fd, id, AT_REMOVEDIR) == 0)
         return 0;
     return brig_remove_tree_at(root_fd, id, err);

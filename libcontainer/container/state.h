@@ -13,7 +13,8 @@
 #define BRIG_DEFAULT_ROOT "/run/brig"
 #define BRIG_STATE_FILE "state.json"
 #define BRIG_EXEC_FIFO "exec.fifo"
-#define BRIG_SAVED_CONFIG "config.json" /* the spec as created: hooks and exec read it */
+#define BRIG_SAVED_CONFIG "config.json"      /* the spec as created: hooks and exec read it */
+#define BRIG_CGROUP_PLANNED "cgroup.planned" /* the cgroup a create is making */
 
 enum brig_status {
     BRIG_STATUS_CREATING,
