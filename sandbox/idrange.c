@@ -244,6 +244,20 @@ static long pick_slot(const struct brig_idpool *pool, const struct taken *t)
     return -1;
 }
 
+int brig_idrange_reclaim(brig_error_t *err)
+{
+    cleanup_close int dir_fd = lock_records(err);
+    if (dir_fd < 0)
+        return -1;
+    struct brig_idpool pool;
+    struct taken t;
+    if (load_pool(&pool, &t, err) < 0)
+        return -1;
+    int r = scan_records(dir_fd, &pool, true, &t, err);
+    taken_clear(&t);
+    return r;
+}
+
 static int allocate(int dir_fd, const char *owner, struct brig_idrange *out, brig_error_t *err)
 {
     struct brig_idpool pool;

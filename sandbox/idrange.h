@@ -96,6 +96,11 @@ int brig_idrange_read(const char *owner_dir, struct brig_idrange *out, brig_erro
  * is not an error. */
 int brig_idrange_release(const char *owner_dir, brig_error_t *err);
 
+/* Removes every record whose owner is gone: what a removal killed between
+ * its owner's dir and its record left (allocation does it too, once the
+ * pool looks full). */
+int brig_idrange_reclaim(brig_error_t *err);
+
 /* Removes the record of range `r` if it names `owner` (a canonical path,
  * as the owner's was when it held it): for an owner dir already removed,
  * so that its range is handed out only once nothing of it is left. */

@@ -286,6 +286,13 @@ int brig_sandbox_exists(const char *root, const char *id, brig_error_t *err)
     return stat(dir, &st) == 0 || container_status(root, id, &status);
 }
 
+void brig_sandbox_sweep(void)
+{
+    brig_error_t ignored = NULL;
+    brig_idrange_reclaim(&ignored);
+    brig_error_release(&ignored);
+}
+
 /* Every part of it: its container, its mounts, its dir. */
 static int remove_parts(const char *root, const char *id, brig_error_t *err)
 {
@@ -320,7 +327,12 @@ static int remove_parts(const char *root, const char *id, brig_error_t *err)
         return ranged < 0 ? -1 : brig_error_set(err, errno, "sandbox `%s`", id);
     if (brig_remove_tree_at(home_fd, id, err) < 0)
         return -1;
-    return ranged ? brig_idrange_forget(owner, &range, err) : 0;
+    if (ranged)
+        return brig_idrange_forget(owner, &range, err);
+    /* A create killed between its range's record and the dir's copy of
+     * it left a record whose owner is gone now. */
+    brig_sandbox_sweep();
+    return 0;
 }
 
 int brig_sandbox_remove(const char *root, const char *id, brig_error_t *err)

@@ -50,6 +50,11 @@ int brig_sandbox_exists(const char *root, const char *id, brig_error_t *err);
  * woken when it had a ttl or an idle timeout (reaper.h). */
 int brig_sandbox_remove(const char *root, const char *id, brig_error_t *err);
 
+/* What removals killed half-way left once their sandbox's dir was gone
+ * (the records of its id range) is dropped. For `rm` of a sandbox that
+ * is not there. */
+void brig_sandbox_sweep(void);
+
 struct brig_sandbox_entry {
     char *id;
     time_t mtime;            /* its dir's (when it was made, near enough) */

@@ -9,7 +9,7 @@ PACKAGES="
 	criu libprotobuf-c-dev protobuf-c-compiler libcurl4-openssl-dev libmicrohttpd-dev libsystemd-dev libarchive-dev curl
 	bats busybox-static jq iproute2 procps coreutils util-linux mount
 	python3 podman docker.io
-	debootstrap squashfs-tools e2fsprogs lxcfs
+	debootstrap squashfs-tools e2fsprogs lxcfs strace
 	clang clang-format libclang-rt-14-dev crun
 	containerd containernetworking-plugins python3-grpcio python3-protobuf protobuf-compiler
 	golang-go xz-utils golang-github-google-uuid-dev golang-github-hashicorp-go-multierror-dev

@@ -48,8 +48,10 @@ static int cmd_rm(int argc, char **argv)
     int found = brig_sandbox_exists(brig_globals.root, id, &err);
     if (found < 0)
         return brig_fail(&err);
-    if (!found)
+    if (!found) {
+        brig_sandbox_sweep(); /* a killed rm of it may have left its range's record */
         return brig_fail_msg("sandbox rm: no sandbox `%s`", id);
+    }
     if (brig_sandbox_remove(brig_globals.root, id, &err) < 0)
         return brig_fail(&err);
     return 0;

@@ -35,6 +35,40 @@ leftovers() {
 	ls "$BRIG_IDRANGE_DIR" 2>/dev/null || true
 	find /sys/fs/cgroup -maxdepth 6 -type d -name 'f-*' 2>/dev/null || true
 	ls "$SB_ROOT" 2>/dev/null | grep -v '^\.' || true
+	# processes whose root is a sandbox's of this file
+	for p in /proc/[0-9]*; do
+		readlink "$p/root" 2>/dev/null
+	done | grep -F "$BRIG_SANDBOX_DIR/" || true
+}
+
+# killed_at SYSCALL N ARGS...: `brig --root $SB_ROOT ARGS`, killed
+# (SIGKILL, by strace) as it enters its own Nth call of SYSCALL; $status is
+# 137 when it was, its own when it made fewer.
+killed_at() {
+	local call=$1 n=$2
+	shift 2
+	run timeout -k 5 120 strace -o /dev/null -e trace="$call" \
+		-e inject="$call:signal=KILL:when=$n" "$BRIG" --root "$SB_ROOT" "$@"
+}
+
+# Every kind of step that changes something: made, mounted, written,
+# renamed, cloned, attached, signalled, removed.
+CREATE_STEPS="mkdir mkdirat clone clone3 write rename renameat open_tree mount move_mount mount_setattr ioctl unlinkat"
+RM_STEPS="kill pidfd_send_signal umount2 unlinkat unlink rmdir write mkdir"
+
+# after_kill ID WHAT: ls works and lists what is left of ID, and rm
+# clears it (or says there is no such sandbox, having nothing to clear).
+after_kill() {
+	local id=$1 what=$2
+	run sb ls
+	[ "$status" -eq 0 ] || fail "ls after a kill at $what: $output"
+	if [ -d "$BRIG_SANDBOX_DIR/$id" ]; then
+		[[ "$output" == *"$id"* ]] || fail "ls after a kill at $what does not show $id: $output"
+	fi
+	run sb rm "$id"
+	[ "$status" -eq 0 ] || [[ "$output" == *"no sandbox \`$id\`"* ]] ||
+		fail "rm after a kill at $what: $output"
+	[ -z "$(leftovers)" ] || fail "after a kill at $what and rm: $(leftovers | head -20)"
 }
 
 @test "sandbox: $N_CONCURRENT concurrent creates each get a name, an id range and a loop device of their own; rm leaves nothing" {
@@ -84,4 +118,39 @@ leftovers() {
 	[ "$(losetup -a | grep -cF "$BRIG_SANDBOX_DIR/")" -eq 1 ]
 	sb rm f-same
 	[ -z "$(leftovers)" ] || fail "left behind: $(leftovers | head -20)"
+}
+
+@test "sandbox create killed at each of its steps: ls shows what is left, and rm clears it" {
+	local call n killed=0
+	for call in $CREATE_STEPS; do
+		for ((n = 1; n < 200; n++)); do
+			killed_at "$call" "$n" sandbox create --rootfs "$ROOTFS_TREE" --memory 64M \
+				--data-size 8M f-kc
+			[ "$status" -eq 137 ] || break
+			killed=$((killed + 1))
+			after_kill f-kc "$call #$n"
+		done
+		[ "$status" -eq 0 ] || fail "create (past the last $call) failed: status $status: $output"
+		sb rm f-kc
+	done
+	[ "$killed" -ge 60 ] || fail "only $killed steps"
+	echo "# create killed at $killed steps" >&3
+}
+
+@test "sandbox rm killed at each of its steps: ls shows what is left, and rm again clears it" {
+	local call n killed=0
+	for call in $RM_STEPS; do
+		for ((n = 1; n < 200; n++)); do
+			sb create --rootfs "$ROOTFS_TREE" --memory 64M --data-size 8M f-kr
+			sb exec f-kr -- sh -c 'echo data >/mnt/data/x'
+			killed_at "$call" "$n" sandbox rm f-kr
+			[ "$status" -eq 137 ] || break
+			killed=$((killed + 1))
+			after_kill f-kr "$call #$n"
+		done
+		[ "$status" -eq 0 ] || fail "rm (past the last $call) failed: status $status: $output"
+		[ -z "$(leftovers)" ] || fail "rm ran whole and left: $(leftovers | head -20)"
+	done
+	[ "$killed" -ge 20 ] || fail "only $killed steps"
+	echo "# rm killed at $killed steps" >&3
 }
