@@ -347,7 +347,8 @@ int brig_parse_duration_ms(const char *text, int *out)
         if (strcmp(end, units[i].suffix) != 0)
             continue;
         double ms = v * units[i].ms;
-        if (ms < 1 || ms > 30.0 * 86400000)
+        /* 24 days: an int holds 24.8 days of milliseconds. */
+        if (ms < 1 || ms > 24.0 * 86400000)
             return -1;
         *out = (int) ms;
         return 0;

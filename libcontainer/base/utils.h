@@ -58,7 +58,7 @@ int brig_passwd_lookup(const char *path, uid_t uid, char *name, size_t name_size
                        size_t home_size);
 
 /* A duration as people write one: "500ms", "5s" or "5", "2m", "1h" →
- * milliseconds, 1 ms to 30 days; -1 when malformed or out of range. */
+ * milliseconds, 1 ms to 24 days; -1 when malformed or out of range. */
 int brig_parse_duration_ms(const char *text, int *out);
 
 /* CLOCK_MONOTONIC `ms` milliseconds from now, and the milliseconds from

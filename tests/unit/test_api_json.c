@@ -134,6 +134,13 @@ static void test_durations(void)
     CHECK(brig_parse_duration_ms("5x", &ms) < 0, "unknown unit");
     CHECK(brig_parse_duration_ms("31d", &ms) < 0 && brig_parse_duration_ms("721h", &ms) < 0,
           "past 30 days");
+    /* Past what an int holds (24.8 days): refused, not cast (UBSan's
+     * float-cast-overflow: fuzz_api_request found "2222220", seconds, read
+     * as a duration). */
+    CHECK(brig_parse_duration_ms("2222220", &ms) < 0 && brig_parse_duration_ms("700h", &ms) < 0
+              && brig_parse_duration_ms("577h", &ms) < 0,
+          "past 24 days");
+    CHECK(brig_parse_duration_ms("576h", &ms) == 0 && ms == 2073600000, "24 days");
     CHECK(brig_parse_duration_ms("nan", &ms) < 0 && brig_parse_duration_ms("", &ms) < 0,
           "not a number");
 }
