@@ -94,7 +94,7 @@ static int golden_image(int64_t size, char **out, brig_error_t *err)
         *out = brig_steal_ptr(path);
         return 0;
     }
-    if ((mkdir(home, 0755) < 0 && errno != EEXIST) || (mkdir(dir, 0700) < 0 && errno != EEXIST))
+    if ((mkdir(home, 0711) < 0 && errno != EEXIST) || (mkdir(dir, 0700) < 0 && errno != EEXIST))
         return brig_error_set(err, errno, "mkdir `%s`", dir);
     cleanup_close int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
