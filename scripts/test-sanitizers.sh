@@ -72,9 +72,20 @@ if [ "$status" -ne 0 ]; then
 	# Each failure with the diagnostic lines bats printed under it (the
 	# output of its runs): the build directory does not outlive CI.
 	find . -name test-suite.log | while read -r l; do
-		awk '/^(not ok|FAIL)/ { n = 0; print; shown++; next }
-			/^# / && n < 15 && shown { n++; print; next }
-			{ n = 15 }' "$l" | head -n 80
+		# The first lines of a block say where the test failed; its last
+		# lines hold the failing check's message (after the output of
+		# the runs before it): both, and no more than 40 lines a block.
+		awk 'function flush(  i, from) {
+				from = n > 40 ? n - 36 : 4
+				for (i = 1; i <= n && i <= 3; i++) print b[i]
+				if (from > 4) print "#   ..."
+				for (i = from; i <= n; i++) print b[i]
+				n = 0
+			}
+			/^(not ok|FAIL)/ { flush(); print; inb = 1; next }
+			/^# / && inb { b[++n] = $0; next }
+			{ if (inb) flush(); inb = 0 }
+			END { flush() }' "$l" | head -n 200
 	done
 	echo "(logs: $dir/check.log and the test-suite.log files under $src)"
 fi

@@ -30,14 +30,15 @@ make check || status=$?
 tests/conformance/run.sh ./brig >tests/conformance/conformance.txt 2>&1 || status=$?
 grep -v '^PASS ' tests/conformance/conformance.txt |
 	sed -E 's/^([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped$/conformance: \1 ok, \2 not ok (see KNOWN above), \3 skipped/'
-# Each libFuzzer target for FUZZ_SECONDS (tests/fuzz/), then the unit tests
+# Each libFuzzer target for FUZZ_SECONDS (tests/fuzz/), FUZZ_JOBS of them at
+# once (a core each), then the unit tests
 # and host integration suite built with ASan and UBSan: any crash, leak or
 # sanitizer report fails the build.
 { make fuzz >tests/fuzz/fuzz.txt 2>&1 &&
-	make -s fuzz-run FUZZ_SECONDS="${FUZZ_SECONDS:-60}" >>tests/fuzz/fuzz.txt 2>&1; } || status=$?
+	FUZZ_JOBS="${FUZZ_JOBS:-$(nproc)}" make -s fuzz-run FUZZ_SECONDS="${FUZZ_SECONDS:-60}" >>tests/fuzz/fuzz.txt 2>&1; } || status=$?
 grep -E '^fuzz |^    \|' tests/fuzz/fuzz.txt || tail -n 20 tests/fuzz/fuzz.txt
 scripts/test-sanitizers.sh >tests/sanitizers.txt 2>&1 || status=$?
-grep -v '^sanitizers: ' tests/sanitizers.txt | tail -n 40
+grep -v '^sanitizers: ' tests/sanitizers.txt | tail -n 120
 grep '^sanitizers: ' tests/sanitizers.txt || echo "sanitizers: no result"
 grep '^house: ' tests/house.txt || echo "house: no result"
 if [ "$status" -ne 0 ]; then

@@ -53,7 +53,7 @@ trap 'rm -f "$tap"' EXIT
 if [ -n "${BRIG_TEST_FILTER:-}" ]; then
 	set -- --filter "$BRIG_TEST_FILTER" "$@"
 fi
-env --default-signal bats --tap --verbose-run "$@" >"$tap" 2>&1 </dev/null
+env --default-signal bats --tap --timing --verbose-run "$@" >"$tap" 2>&1 </dev/null
 bats_status=$?
 cat "$tap"
 
