@@ -141,8 +141,17 @@ int brig_sandbox_exec_start(const struct brig_sandbox_exec_options *o, struct br
     return 0;
 }
 
-/* Polls the process's pidfd until it exits or the time is up. */
-static int wait_exit_or_deadline(pid_t pid, int timeout_ms, bool *timed_out, brig_error_t *err)
+/* The whole process group goes, children included. */
+static void kill_group(pid_t pid)
+{
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+}
+
+/* Polls the process's pidfd until it exits, the time is up (timeout_ms
+ * 0: never) or hangup_fd (-1: none) reports an error or a hangup. */
+static int wait_exit_or_end(pid_t pid, int timeout_ms, int hangup_fd, bool *timed_out,
+                            brig_error_t *err)
 {
     cleanup_close int pfd = (int) syscall(SYS_pidfd_open, pid, 0);
     if (pfd < 0)
@@ -150,26 +159,30 @@ static int wait_exit_or_deadline(pid_t pid, int timeout_ms, bool *timed_out, bri
     struct timespec deadline;
     brig_deadline_in(&deadline, timeout_ms);
     for (;;) {
-        struct pollfd p = { .fd = pfd, .events = POLLIN };
-        int r = poll(&p, 1, brig_ms_until(&deadline));
-        if (r > 0)
-            return 0;
+        struct pollfd p[2] = { { .fd = pfd, .events = POLLIN }, { .fd = hangup_fd } };
+        int r = poll(p, hangup_fd >= 0 ? 2 : 1, timeout_ms > 0 ? brig_ms_until(&deadline) : -1);
         if (r < 0 && errno != EINTR)
             return brig_error_set(err, errno, WHAT ": poll");
+        if (r > 0 && p[0].revents)
+            return 0;
+        if (r > 0 && (p[1].revents & (POLLERR | POLLHUP | POLLNVAL))) {
+            kill_group(pid);
+            return 0;
+        }
         if (r == 0) {
-            /* The whole process group goes, children included. */
-            kill(-pid, SIGKILL);
-            kill(pid, SIGKILL);
+            kill_group(pid);
             *timed_out = true;
             return 0;
         }
     }
 }
 
-int brig_sandbox_exec_wait(const struct brig_sandbox_exec *ex, bool *timed_out, brig_error_t *err)
+int brig_sandbox_exec_wait(const struct brig_sandbox_exec *ex, int hangup_fd, bool *timed_out,
+                           brig_error_t *err)
 {
     *timed_out = false;
-    if (ex->timeout_ms > 0 && wait_exit_or_deadline(ex->pid, ex->timeout_ms, timed_out, err) < 0)
+    if ((ex->timeout_ms > 0 || hangup_fd >= 0)
+        && wait_exit_or_end(ex->pid, ex->timeout_ms, hangup_fd, timed_out, err) < 0)
         return -1;
     int w;
     while (waitpid(ex->pid, &w, 0) < 0)

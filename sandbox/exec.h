@@ -43,8 +43,11 @@ int brig_sandbox_exec_start(const struct brig_sandbox_exec_options *o, struct br
 
 /* Waits for a started process without relaying anything: after
  * ex->timeout_ms its process group is killed, *timed_out set and 124
- * returned. Returns the exit status (128+N for signal N), or -1 with
- * *err. */
-int brig_sandbox_exec_wait(const struct brig_sandbox_exec *ex, bool *timed_out, brig_error_t *err);
+ * returned. When hangup_fd (-1: none) reports an error or a hangup (the
+ * write end of a pipe whose reader is gone: no one is left to wait for
+ * the result), the process group is killed too. Returns the exit status
+ * (128+N for signal N), or -1 with *err. */
+int brig_sandbox_exec_wait(const struct brig_sandbox_exec *ex, int hangup_fd, bool *timed_out,
+                           brig_error_t *err);
 
 #endif

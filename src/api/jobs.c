@@ -161,7 +161,10 @@ static int exec_job(int argc, char **argv)
     rp.value = ex.pid;
     brig_write_all(REPORT_FD, &rp, sizeof rp);
     bool timed_out = false;
-    int status = brig_sandbox_exec_wait(&ex, &timed_out, &err);
+    /* The report pipe's reader is the server: if it dies (SIGKILL, a
+     * crash), the pipe reports an error here and the process goes with
+     * it, instead of running on with no one to read it. */
+    int status = brig_sandbox_exec_wait(&ex, REPORT_FD, &timed_out, &err);
     brig_error_release(&err);
     rp.kind = 'X';
     rp.value = status < 0 ? 255 : status;

@@ -562,14 +562,10 @@ said_line() {
 }
 
 @test "exec: a client that hangs up has its command killed" {
-	local i n
+	local n
 	curl -s -N --max-time 2 --unix-socket "$API_SOCK" -H "Authorization: Bearer $API_TOKEN" \
 		-d '{"cmd": ["sh", "-c", "sleep 1003 & sleep 1004"]}' http://localhost/v1/sandboxes/api1/exec || true
-	for i in $(seq 20); do
-		n=$(procs_in api1 '^sleep 100[34] ')
-		[ "$n" = 0 ] && break
-		sleep 0.5
-	done
+	n=$(procs_until 0 procs_in api1 '^sleep 100[34] ')
 	[ "$n" = 0 ] || fail "the command outlived its client: $n processes"
 }
 
@@ -798,6 +794,60 @@ said_line() {
 	req GET /v1/sandboxes/api1
 	jqe '.state == "running"'
 	req DELETE /v1/sandboxes/api1/sessions/keep
+	[ "$code" = 204 ]
+}
+
+# procs_until N COUNTER ID REGEX: runs COUNTER (procs_in or cli_procs_in)
+# until it says N, for up to ~10 s; prints its last count.
+procs_until() {
+	local want=$1 i n
+	shift
+	for i in $(seq 40); do
+		n=$("$@")
+		[ "$n" = "$want" ] && break
+		sleep 0.25
+	done
+	echo "$n"
+}
+
+# cli_procs_in ID REGEX: procs_in through `brig sandbox exec`, for when no
+# server answers.
+cli_procs_in() {
+	"$BRIG" --root "$SB_ROOT" sandbox exec "$1" sh -c \
+		'for p in /proc/[0-9]*; do tr "\0" " " <$p/cmdline 2>/dev/null; echo; done | grep -cE "$0" || true' "$2"
+}
+
+@test "serve killed (SIGKILL) mid-exec: the command goes with it; a new server has every sandbox and session" {
+	local old n curl_pid
+	start_session api1 '{"name": "survivor"}'
+	say api1 survivor $'z=5\n' 1
+	# No exec timeout: only the server's end can end it.
+	curl -s -N --max-time 120 --unix-socket "$API_SOCK" -H "Authorization: Bearer $API_TOKEN" \
+		-d '{"cmd": ["sh", "-c", "sleep 1006 & sleep 1007"]}' \
+		http://localhost/v1/sandboxes/api1/exec >/dev/null 2>&1 3>&- &
+	curl_pid=$!
+	n=$(procs_until 2 cli_procs_in api1 '^sleep 100[67] ')
+	[ "$n" = 2 ] || fail "the exec did not start: $n processes"
+	old=$(cat "$API_DIR/serve.pid")
+	rm -f "$API_DIR/serve.pid"
+	kill -9 "$old"
+	n=$(procs_until 0 cli_procs_in api1 '^sleep 100[67] ')
+	kill "$curl_pid" 2>/dev/null || true
+	[ "$n" = 0 ] || fail "the command outlived its server: $n processes"
+
+	# The next server finds everything: both sandboxes, running; the
+	# session, alive and with its variable; exec works.
+	start_server
+	req GET /v1/sandboxes
+	[ "$code" = 200 ] || fail "list: $code: $body"
+	jqe '[.sandboxes[] | select(.id == "api1" or .id == "apiq") | .state] == ["running", "running"]'
+	req GET /v1/sandboxes/api1/sessions
+	jqe '.sessions[] | select(.name == "survivor") | .alive == true'
+	say api1 survivor $'echo got-$((z+1))\n' 10 $'^got-6\r?$'
+	said_line got-6
+	exec_cmd api1 echo after
+	[ "$(text "$out")" = after ] || fail "exec after the restart: $out"
+	req DELETE /v1/sandboxes/api1/sessions/survivor
 	[ "$code" = 204 ]
 }
 
