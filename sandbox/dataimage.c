@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <linux/loop.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,9 @@
  * an empty 8 GiB image holds (196 KiB without), written by every format
  * and copy. */
 #define SMALL_JOURNAL_FROM (512LL << 20)
+/* Below this much room on the image's disk, a failed mkfs is taken for a full
+ * disk: mkfs writes a few MiB of metadata (its journal most). */
+#define MKFS_ROOM (8ULL << 20)
 static int make_ext4(const char *image, int64_t size, uid_t uid, gid_t gid, brig_error_t *err)
 {
     char owner[128];
@@ -67,9 +71,17 @@ static int make_ext4(const char *image, int64_t size, uid_t uid, gid_t gid, brig
             return brig_error_set(err, errno, "wait for mkfs.ext4");
     if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
         return brig_error_set(err, 0, "mkfs.ext4 not found (install e2fsprogs)");
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        return brig_error_set(err, 0, "mkfs.ext4 `%s` failed (status %d)", image, status);
-    return 0;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return 0;
+    /* mkfs says why on a stderr no one reads; the likeliest cause, a
+     * disk without room for the metadata it writes, is checked here. */
+    struct statfs fs;
+    if (statfs(image, &fs) == 0 && (uint64_t) fs.f_bavail * (uint64_t) fs.f_bsize < MKFS_ROOM)
+        return brig_error_set(err, ENOSPC, "mkfs.ext4 `%s`", image);
+    if (WIFSIGNALED(status))
+        return brig_error_set(err, 0, "mkfs.ext4 `%s` killed by signal %d", image,
+                              WTERMSIG(status));
+    return brig_error_set(err, 0, "mkfs.ext4 `%s` failed (exit %d)", image, WEXITSTATUS(status));
 }
 
 /* A formatted image of each size, kept in the home's .images: a new
@@ -142,9 +154,13 @@ static int format(int fd, const char *image, int64_t size, uid_t uid, gid_t gid,
         cleanup_close int src = open(golden, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         *copied = src >= 0 && copy_extents(src, fd, &ignored) == 0;
     }
+    int why = ignored ? ignored->errnum : 0;
     brig_error_release(&ignored);
     if (*copied)
         return 0;
+    /* A full disk fails a mkfs too: say so now. */
+    if (why == ENOSPC || why == EDQUOT)
+        return brig_error_set(err, why, "format `%s`", image);
     /* Whatever a failed copy wrote goes: mkfs starts on a hole. */
     if (ftruncate(fd, 0) < 0 || ftruncate(fd, size) < 0)
         return brig_error_set(err, errno, "size `%s` to %lld bytes", image, (long long) size);

@@ -12,6 +12,7 @@
 #include <sys/random.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
@@ -22,6 +23,9 @@
 #include "sandbox/profile.h"
 
 #define CP "sandbox cp"
+/* What a copy into a data image may need on the host beyond its bytes: a
+ * sixty-fourth more for ext4's metadata, and this for its journal. */
+#define HOST_SPARE (8ULL << 20)
 
 int brig_sandbox_data_relpath(const char *path, char **rel, brig_error_t *err)
 {
@@ -57,21 +61,22 @@ int brig_sandbox_data_open_tree(const char *id, brig_error_t *err)
 
 /* `dst`, or dst/NAME (the last component of `src`) when dst is a
  * directory. NULL on out-of-memory. */
+static bool ends_in_slash(const char *path)
+{
+    size_t len = strlen(path);
+    return len > 0 && path[len - 1] == '/';
+}
+
 static char *target_name(const char *dst, bool is_dir, const char *src)
 {
     if (!is_dir)
         return strdup(dst);
     cleanup_free char *copy = strdup(src);
     char *out = NULL;
-    if (copy == NULL || asprintf(&out, "%s/%s", dst, basename(copy)) < 0)
+    if (copy == NULL
+        || asprintf(&out, "%s%s%s", dst, ends_in_slash(dst) ? "" : "/", basename(copy)) < 0)
         return NULL;
     return out;
-}
-
-static bool ends_in_slash(const char *path)
-{
-    size_t len = strlen(path);
-    return len > 0 && path[len - 1] == '/';
 }
 
 int brig_sandbox_data_target(int tree_fd, const char *rel, const char *src, char **name,
@@ -95,21 +100,6 @@ static int regular_only(int fd, brig_error_t *err)
     if (flags < 0 || fcntl(owned, F_SETFL, flags & ~O_NONBLOCK) < 0)
         return brig_error_set(err, errno, "fcntl");
     return brig_steal_fd(owned);
-}
-
-int brig_sandbox_data_create(int tree_fd, const char *name, brig_error_t *err)
-{
-    /* O_TRUNC only once it is known to be a regular file. */
-    int fd = brig_path_open_in_root(tree_fd, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK,
-                                    0644, err);
-    if (fd < 0 || (fd = regular_only(fd, err)) < 0)
-        return -1;
-    if (ftruncate(fd, 0) < 0) {
-        int saved = errno;
-        close(fd);
-        return brig_error_set(err, saved, "truncate");
-    }
-    return fd;
 }
 
 /* `fd` given to the sandbox user, as the host sees it: the owner of
@@ -210,6 +200,24 @@ static int copy_fd(int from, int to)
     }
 }
 
+/* The data image is a sparse file on the host's disk: a write into it
+ * that the host's disk can't hold fails in the loop device, under the
+ * sandbox's filesystem, which then turns read-only. A copy that would
+ * fill the host's disk is refused before it starts. */
+static int host_room_for(int in, brig_error_t *err)
+{
+    struct stat st;
+    struct statfs fs;
+    if (fstat(in, &st) < 0 || statfs(brig_sandbox_home(), &fs) < 0)
+        return brig_error_set(err, errno, "the host's room");
+    uint64_t need = (uint64_t) st.st_size + ((uint64_t) st.st_size >> 6) + HOST_SPARE;
+    uint64_t room = (uint64_t) fs.f_bavail * (uint64_t) fs.f_bsize;
+    if (room < need)
+        return brig_error_set(err, ENOSPC, "the host's disk has %llu KiB left, %llu needed",
+                              (unsigned long long) (room >> 10), (unsigned long long) (need >> 10));
+    return 0;
+}
+
 int brig_sandbox_copy_in(const char *src, const char *id, const char *rel, brig_error_t *err)
 {
     int fd = open(src, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -223,15 +231,37 @@ int brig_sandbox_copy_in(const char *src, const char *id, const char *rel, brig_
         return -1;
     /* A copy is activity, whatever its outcome. */
     brig_sandbox_mark_active(id);
+    if (host_room_for(in, err) < 0)
+        return brig_error_wrap(err, CP ": `%s` into `%s`", src, id);
     cleanup_free char *name = NULL;
     if (brig_sandbox_data_target(tree, rel, src, &name, err) < 0)
         return -1;
-    cleanup_close int out = brig_sandbox_data_create(tree, name, err);
-    if (out < 0)
+    /* Unseen until whole: a copy the quota cuts short leaves nothing,
+     * and replaces nothing. */
+    struct brig_sandbox_data_file f = BRIG_SANDBOX_DATA_FILE_INIT;
+    int r = brig_sandbox_data_create_unseen(tree, name, &f, err);
+    if (r == 0 && copy_fd(in, f.fd) < 0)
+        r = brig_error_set(err, errno, "write");
+    if (r == 0)
+        r = brig_sandbox_data_publish(&f, err);
+    brig_sandbox_data_file_close(&f);
+    if (r < 0)
         return brig_error_wrap(err, CP ": `%s:%s/%s`", id, BRIG_SANDBOX_DATA, name);
-    if (own_as_top(tree, out) < 0 || copy_fd(in, out) < 0)
-        return brig_error_set(err, errno, CP ": `%s:%s/%s`", id, BRIG_SANDBOX_DATA, name);
     return 0;
+}
+
+/* An unnamed file (mode 0644 less the umask) in the directory of the
+ * host path `name`, to be published under its last component. */
+static int open_unseen_on_host(const char *name, struct brig_sandbox_data_file *f)
+{
+    cleanup_free char *d = strdup(name), *b = strdup(name);
+    if (d == NULL || b == NULL || (f->leaf = strdup(basename(b))) == NULL)
+        return errno = ENOMEM, -1;
+    f->dir_fd = open(dirname(d), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (f->dir_fd < 0)
+        return -1;
+    f->fd = openat(f->dir_fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+    return f->fd < 0 ? -1 : 0;
 }
 
 int brig_sandbox_copy_out(const char *id, const char *rel, const char *dst, brig_error_t *err)
@@ -248,8 +278,16 @@ int brig_sandbox_copy_out(const char *id, const char *rel, const char *dst, brig
     cleanup_free char *name = target_name(dst, is_dir, rel);
     if (name == NULL)
         return brig_error_set(err, ENOMEM, CP);
-    cleanup_close int out = open(name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (out < 0 || copy_fd(in, out) < 0)
-        return brig_error_set(err, errno, CP ": `%s`", name);
-    return 0;
+    /* The same on the host's side: a copy that fills the disk leaves no
+     * part of a file behind. */
+    struct brig_sandbox_data_file f = BRIG_SANDBOX_DATA_FILE_INIT;
+    int r = open_unseen_on_host(name, &f);
+    if (r == 0 && copy_fd(in, f.fd) < 0)
+        r = -1;
+    if (r < 0)
+        r = brig_error_set(err, errno, CP ": `%s`", name);
+    else if (brig_sandbox_data_publish(&f, err) < 0)
+        r = brig_error_wrap(err, CP ": `%s`", name);
+    brig_sandbox_data_file_close(&f);
+    return r;
 }

@@ -28,10 +28,7 @@ int brig_sandbox_data_open_tree(const char *id, brig_error_t *err);
 int brig_sandbox_data_target(int tree_fd, const char *rel, const char *src, char **name,
                              brig_error_t *err);
 
-/* `name` in the tree opened for writing: created 0644, or truncated. */
-int brig_sandbox_data_create(int tree_fd, const char *name, brig_error_t *err);
-
-/* A file put in place whole or not at all (a download): an unnamed file
+/* A file put in place whole or not at all (a download, a copy): an unnamed file
  * (O_TMPFILE) in the directory of the tree `name` goes into, owned by the
  * sandbox user, that no one sees until brig_sandbox_data_publish links it
  * in under its name, in place of whatever had it (a symlink there is

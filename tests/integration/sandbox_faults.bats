@@ -22,8 +22,11 @@ setup() {
 }
 
 teardown() {
+	[ -z "${FULL:-}" ] || rm -f "$FULL/.filler"
 	sb ls 2>/dev/null | awk 'NR > 1 { print $1 }' |
 		xargs -r -P 8 -I{} timeout 60 "$BRIG" --root "$SB_ROOT" sandbox rm {} >/dev/null 2>&1 || true
+	# The full disk of a test of its own (full_home).
+	[ -z "${FULL:-}" ] || umount -l "$FULL" 2>/dev/null || true
 }
 
 # leftovers: one line per thing a sandbox of this file's left behind:
@@ -156,4 +159,93 @@ after_kill() {
 	done
 	[ "$killed" -ge 20 ] || fail "only $killed steps"
 	echo "# rm killed at $killed steps" >&3
+}
+
+# ----------------------------------------------------------- a full disk ----
+
+# full_home SIZE: a tmpfs of SIZE as the sandbox home for this test
+# (teardown unmounts it).
+full_home() {
+	FULL=$BATS_TEST_TMPDIR/full
+	mkdir -p "$FULL"
+	mount -t tmpfs -o size="$1" brig-test-full "$FULL"
+	export BRIG_SANDBOX_DIR=$FULL/home
+}
+
+# fill DIR LEFT: fills DIR's filesystem but for LEFT KiB.
+fill() {
+	local free
+	rm -f "$1/.filler"
+	free=$(df -k --output=avail "$1" | tail -n 1)
+	[ "$free" -le "$2" ] || fallocate -l "$(((free - $2) * 1024))" "$1/.filler"
+}
+
+# one_clear_line: $output is one line that says the disk is full.
+one_clear_line() {
+	[ "$(wc -l <<<"$output")" -eq 1 ] || fail "$1: more than one line: $output"
+	[[ "$output" == *"No space left on device"* ]] || fail "$1: not a clear error: $output"
+}
+
+@test "sandbox create on a host disk that fills up: one clear line, nothing half-made; with room again it works" {
+	local left made=0 refused=0
+	full_home 64M
+	# The formatted image of this size is made (and kept) by a first
+	# create; then each fill level leaves less room for the next.
+	sb create --rootfs "$ROOTFS_TREE" --memory 64M --data-size 32M f-room
+	sb rm f-room
+	for left in 0 8 32 64 128 256 512 1024; do
+		fill "$FULL" "$left"
+		run sb create --rootfs "$ROOTFS_TREE" --memory 64M --data-size 32M f-full
+		if [ "$status" -eq 0 ]; then
+			made=$((made + 1))
+			sb exec f-full -- sh -c 'echo kept >/mnt/data/x'
+			sb rm f-full
+		else
+			refused=$((refused + 1))
+			one_clear_line "create with $left KiB left"
+			run sb ls
+			[[ "$output" != *f-full* ]] || fail "ls with $left KiB left shows the refused sandbox: $output"
+		fi
+		[ -z "$(leftovers)" ] || fail "with $left KiB left: $(leftovers | head -20)"
+		[ -z "$(ls "$BRIG_SANDBOX_DIR")" ] || fail "with $left KiB left, in the home: $(ls -a "$BRIG_SANDBOX_DIR")"
+	done
+	[ "$refused" -ge 1 ] || fail "no create was refused"
+	# Room again: a create works, and its data is its own.
+	rm -f "$FULL/.filler"
+	sb create --rootfs "$ROOTFS_TREE" --memory 64M --data-size 32M f-full
+	run sb exec f-full -- sh -c 'ls /mnt/data | grep -v lost+found | wc -l'
+	[ "$output" = 0 ] || fail "a new sandbox's data is not empty: $output"
+	echo "# $refused of 8 fill levels refused, $made made" >&3
+}
+
+@test "sandbox cp onto a host disk that fills up: one clear line, no partial file; into a full sandbox the same" {
+	full_home 24M
+	sb create --rootfs "$ROOTFS_TREE" --memory 64M --data-size 32M f-cp
+	sb exec f-cp -- sh -c 'head -c 8M /dev/urandom >/mnt/data/big'
+	head -c 8M /dev/zero >"$BATS_TEST_TMPDIR/eight"
+	fill "$FULL" 1024
+	mkdir "$FULL/out"
+	run sb cp f-cp:/mnt/data/big "$FULL/out/"
+	[ "$status" -ne 0 ] || fail "cp of 8 MiB into 1 MiB succeeded"
+	one_clear_line "cp out"
+	[ -z "$(ls -A "$FULL/out")" ] || fail "cp out left: $(ls -la "$FULL/out")"
+	# Into the sandbox, with its image's disk (the host's) full: refused
+	# before a byte is written, and the sandbox's disk stays writable.
+	run sb cp "$BATS_TEST_TMPDIR/eight" f-cp:/mnt/data/
+	[ "$status" -ne 0 ] || fail "cp in of 8 MiB with 1 MiB left on the host succeeded"
+	one_clear_line "cp in, the host full"
+	run sb exec f-cp -- sh -c 'ls -A /mnt/data; echo fine >/mnt/data/small && cat /mnt/data/small && rm /mnt/data/small'
+	[ "$(squeeze "$output")" = "big fine" ] || fail "after cp in, the host full: $output"
+	# The sandbox's own disk full: its quota, not the host's.
+	rm -f "$FULL/.filler"
+	head -c 40M /dev/zero >"$BATS_TEST_TMPDIR/huge"
+	run sb cp "$BATS_TEST_TMPDIR/huge" f-cp:/mnt/data/
+	[ "$status" -ne 0 ] || fail "cp of 40 MiB into 32 MiB succeeded"
+	one_clear_line "cp in, the sandbox full"
+	run sb exec f-cp -- ls -A /mnt/data
+	[ "$(squeeze "$output")" = big ] || fail "cp in left: $output"
+	# With room, the same copies work.
+	sb cp "$BATS_TEST_TMPDIR/eight" f-cp:/mnt/data/
+	sb cp f-cp:/mnt/data/big "$FULL/out/"
+	[ "$(stat -c %s "$FULL/out/big")" = 8388608 ] || fail "cp out with room: $(ls -l "$FULL/out")"
 }
