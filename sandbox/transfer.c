@@ -251,7 +251,8 @@ int brig_sandbox_copy_in(const char *src, const char *id, const char *rel, brig_
 }
 
 /* An unnamed file (mode 0644 less the umask) in the directory of the
- * host path `name`, to be published under its last component. */
+ * host path `name`, to be published under its last component; f->fd is
+ * -1 where the filesystem has no unnamed files (9p, some FUSE ones). */
 static int open_unseen_on_host(const char *name, struct brig_sandbox_data_file *f)
 {
     cleanup_free char *d = strdup(name), *b = strdup(name);
@@ -261,7 +262,42 @@ static int open_unseen_on_host(const char *name, struct brig_sandbox_data_file *
     if (f->dir_fd < 0)
         return -1;
     f->fd = openat(f->dir_fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
-    return f->fd < 0 ? -1 : 0;
+    return f->fd >= 0 || errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL ? 0 : -1;
+}
+
+/* Without unnamed files: a hidden name of ours in the same directory,
+ * renamed when whole and removed when not. */
+static int write_out_named(int in, struct brig_sandbox_data_file *f)
+{
+    char tmp[64];
+    uint64_t r = 0;
+    if (getrandom(&r, sizeof r, 0) < 0)
+        r = (uint64_t) getpid();
+    snprintf(tmp, sizeof tmp, ".brig-cp-%016llx", (unsigned long long) r);
+    f->fd = openat(f->dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (f->fd < 0)
+        return -1;
+    if (copy_fd(in, f->fd) < 0 || renameat(f->dir_fd, tmp, f->dir_fd, f->leaf) < 0) {
+        int saved = errno;
+        unlinkat(f->dir_fd, tmp, 0);
+        return errno = saved, -1;
+    }
+    return 0;
+}
+
+static int write_out(int in, const char *name, brig_error_t *err)
+{
+    struct brig_sandbox_data_file f = BRIG_SANDBOX_DATA_FILE_INIT;
+    int r = open_unseen_on_host(name, &f);
+    bool unnamed = r == 0 && f.fd >= 0;
+    if (r == 0)
+        r = unnamed ? copy_fd(in, f.fd) : write_out_named(in, &f);
+    if (r < 0)
+        r = brig_error_set(err, errno, CP ": `%s`", name);
+    else if (unnamed && brig_sandbox_data_publish(&f, err) < 0)
+        r = brig_error_wrap(err, CP ": `%s`", name);
+    brig_sandbox_data_file_close(&f);
+    return r;
 }
 
 int brig_sandbox_copy_out(const char *id, const char *rel, const char *dst, brig_error_t *err)
@@ -280,14 +316,5 @@ int brig_sandbox_copy_out(const char *id, const char *rel, const char *dst, brig
         return brig_error_set(err, ENOMEM, CP);
     /* The same on the host's side: a copy that fills the disk leaves no
      * part of a file behind. */
-    struct brig_sandbox_data_file f = BRIG_SANDBOX_DATA_FILE_INIT;
-    int r = open_unseen_on_host(name, &f);
-    if (r == 0 && copy_fd(in, f.fd) < 0)
-        r = -1;
-    if (r < 0)
-        r = brig_error_set(err, errno, CP ": `%s`", name);
-    else if (brig_sandbox_data_publish(&f, err) < 0)
-        r = brig_error_wrap(err, CP ": `%s`", name);
-    brig_sandbox_data_file_close(&f);
-    return r;
+    return write_out(in, name, err);
 }
