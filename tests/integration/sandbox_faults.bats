@@ -249,3 +249,48 @@ one_clear_line() {
 	sb cp f-cp:/mnt/data/big "$FULL/out/"
 	[ "$(stat -c %s "$FULL/out/big")" = 8388608 ] || fail "cp out with room: $(ls -l "$FULL/out")"
 }
+
+# ------------------------------------------------------------- a reboot ----
+
+# reboot_of ID: what a host reboot does to the sandbox: every process in it
+# killed, every mount under its directory gone, its loop device detached,
+# the state root (a tmpfs, /run) empty, its cgroups gone. The directory,
+# with the data image, stays: it is on the host's disk.
+reboot_of() {
+	local dir=$BRIG_SANDBOX_DIR/$1 m i
+	for i in 1 2 3; do
+		find /sys/fs/cgroup -type d -name "$1" -exec cat {}/cgroup.procs \; 2>/dev/null |
+			xargs -r kill -9 2>/dev/null || true
+		sleep 0.3
+	done
+	awk -v d="$dir/" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo | sort -r |
+		while read -r m; do umount -l "$m"; done
+	losetup -j "$dir/data.img" -O NAME -n | xargs -r -n 1 losetup -d
+	rm -rf "${SB_ROOT:?}/$1"
+	find /sys/fs/cgroup -depth -type d -name "$1" -exec rmdir {} + 2>/dev/null || true
+}
+
+@test "sandbox after a host reboot: ls says broken; create brings it back with its data; rm clears it" {
+	sb create --rootfs "$ROOTFS_TREE" --memory 64M --data-size 32M f-rb
+	sb exec f-rb -- sh -c 'mkdir -p /mnt/data/work && echo precious >/mnt/data/work/keep'
+	reboot_of f-rb
+	run sb ls
+	[ "$status" -eq 0 ] || fail "ls after the reboot: $output"
+	grep -qE '^f-rb +broken ' <<<"$output" || fail "ls after the reboot: $output"
+	run sb exec f-rb -- true
+	[ "$status" -ne 0 ] || fail "exec into a sandbox that is not running succeeded"
+	[ "$(wc -l <<<"$output")" -eq 1 ] || fail "exec after the reboot, more than one line: $output"
+
+	# Started again under its name: its data as it was, its limits, its
+	# user; the data image is the same file.
+	ino=$(stat -c %i "$BRIG_SANDBOX_DIR/f-rb/data.img")
+	sb create --rootfs "$ROOTFS_TREE" --memory 64M --data-size 32M f-rb
+	[ "$(stat -c %i "$BRIG_SANDBOX_DIR/f-rb/data.img")" = "$ino" ] || fail "a new data image"
+	run sb exec f-rb -- sh -c 'cat /mnt/data/work/keep; id -u; echo more >>/mnt/data/work/keep'
+	[ "$(squeeze "$output")" = "precious 1000" ] || fail "after the reboot: $output"
+	run sb ls
+	grep -qE '^f-rb +running ' <<<"$output" || fail "ls after the new create: $output"
+	sb rm f-rb
+	[ -z "$(leftovers)" ] || fail "rm after the reboot left: $(leftovers | head -20)"
+	[ ! -e "$BRIG_SANDBOX_DIR/f-rb" ] || fail "rm left the directory"
+}
