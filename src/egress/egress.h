@@ -128,4 +128,9 @@ void egress_npm_done(struct proxy *p);
 /* log.c */
 void egress_log(struct proxy *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Forks the proxy and returns in it; the caller stays its keeper, which
+ * forks it again whenever it dies of a signal, and exits with its status
+ * when it exits. */
+void egress_keep(struct proxy *p);
+
 #endif

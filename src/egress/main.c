@@ -234,14 +234,16 @@ int main(int argc, char **argv)
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     signal(SIGPIPE, SIG_IGN);
-    struct sigaction sa = { .sa_handler = on_term };
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
     p.log = open_log(o.log);
     if (p.log == NULL) {
         fprintf(stderr, "brig-egress: log `%s`: %s\n", o.log, strerror(errno));
         return 1;
     }
+    /* From here on, this is the proxy; its parent keeps it (keeper.c). */
+    egress_keep(&p);
+    struct sigaction sa = { .sa_handler = on_term };
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
     brig_error_t err = NULL;
     if (egress_load_conf(o.config, &p.conf, p.conf_source, sizeof p.conf_source, &err) < 0) {
         fprintf(stderr, "brig-egress: %s\n", err->msg);

@@ -243,9 +243,62 @@ t = time.time(); rest = s.recv(100); print(rest == b'', round(time.time() - t) >
 	grep -q 'reason="idle timeout"' "$BRIG_EGRESS_LOG"
 }
 
-@test "egress: the proxy killed: requests fail closed, then it comes back for every running sandbox" {
-	pid=$(sed -n 's/.* started pid=\([0-9]*\) .*/\1/p' "$BRIG_EGRESS_LOG" | tail -1)
+# proxy_pid: the pid of the proxy that started last (its log says).
+proxy_pid() {
+	sed -n 's/.* started pid=\([0-9]*\) .*/\1/p' "$BRIG_EGRESS_LOG" | tail -1
+}
+
+@test "egress: the proxy killed under load: its keeper starts it again, and running sandboxes recover by themselves" {
+	local pid new id got
+	pid=$(proxy_pid)
+	[ "$(cat "/proc/$pid/comm")" = brig-egress ] || fail "no proxy at $pid"
+	# A loop of fetches in each sandbox, retrying what fails, started
+	# before the kills and running on across them: no brig command
+	# between them and the end.
+	for id in e1 e2; do
+		sb exec "$id" -- env NO_PROXY= no_proxy= python3 -c '
+import sys, time, urllib.request
+ok = failed = 0
+end = time.time() + 90
+while ok < 60 and time.time() < end:
+    try:
+        ok += len(urllib.request.urlopen(sys.argv[1], timeout=10).read()) == 100000
+    except Exception:
+        failed += 1
+        time.sleep(0.2)
+    time.sleep(0.05)
+print(ok, failed)' "http://127.0.0.1:$TEST_PORT/blob" >"$BATS_TEST_TMPDIR/$id.got" 2>&1 &
+	done
+	sleep 1.5
+	kill -9 "$pid"
+	for _ in $(seq 50); do
+		new=$(proxy_pid)
+		[ "$new" != "$pid" ] && break
+		sleep 0.1
+	done
+	[ "$new" != "$pid" ] || fail "the proxy did not come back: $(tail -n 5 "$BRIG_EGRESS_LOG")"
+	sleep 1
+	kill -9 "$new"
+	wait
+	for id in e1 e2; do
+		got=$(cat "$BATS_TEST_TMPDIR/$id.got")
+		[ "${got%% *}" = 60 ] || fail "$id: $got (fetches, failures)"
+	done
+	[ "$(grep -c 'keeper: the proxy (pid [0-9]*) was killed by signal 9' "$BRIG_EGRESS_LOG")" -ge 2 ] ||
+		fail "the keeper's log: $(grep keeper "$BRIG_EGRESS_LOG")"
+	# The third proxy keeps the allow-list.
+	run fetch e1 "$MIRROR/dists/$SUITE/Release"
+	[ "${output%% *}" = 200 ] || fail "after the kills: $output"
+	run fetch e2 "http://example.com/"
+	[ "$output" = "403 brig: host or port not on the allow-list" ] || fail "after the kills, a host not allowed: $output"
+}
+
+@test "egress: the proxy and its keeper killed: requests fail closed, then it comes back for every running sandbox" {
+	local keeper
+	pid=$(proxy_pid)
 	[ -n "$pid" ]
+	keeper=$(awk '/^PPid:/ { print $2 }' "/proc/$pid/status")
+	[ "$(cat "/proc/$keeper/comm")" = brig-egress ] || fail "no keeper for $pid"
 	# A process already in e2 tries the proxy once told to, after the kill
 	# (an exec would start the proxy again first).
 	rm -f "$BRIG_SANDBOX_DIR/e2/data/go" "$BRIG_SANDBOX_DIR/e2/data/tried"
@@ -260,7 +313,7 @@ except OSError as e:
     out = e.strerror
 open("/mnt/data/tried", "w").write(out)' &
 	sleep 1
-	kill -9 "$pid"
+	kill -9 "$keeper" "$pid"
 	touch "$BRIG_SANDBOX_DIR/e2/data/go"
 	wait
 	# Nothing listened in the sandbox: refused, never let through.
@@ -269,7 +322,7 @@ open("/mnt/data/tried", "w").write(out)' &
 	# restart of either.
 	run fetch e1 "$MIRROR/dists/$SUITE/Release"
 	[ "${output%% *}" = 200 ]
-	new=$(sed -n 's/.* started pid=\([0-9]*\) .*/\1/p' "$BRIG_EGRESS_LOG" | tail -1)
+	new=$(proxy_pid)
 	[ "$new" != "$pid" ]
 	run fetch e2 "$MIRROR/dists/$SUITE/Release"
 	[ "${output%% *}" = 200 ]
