@@ -57,7 +57,6 @@ stop_server() {
 # start_www: a plain HTTP server on the host's loopback, serving
 # $BATS_FILE_TMPDIR/www on $WWW_PORT.
 start_www() {
-	local i
 	mkdir -p "$BATS_FILE_TMPDIR/www"
 	echo hello >"$BATS_FILE_TMPDIR/www/hello.txt"
 	head -c 20971520 /dev/zero >"$BATS_FILE_TMPDIR/www/big.bin"
@@ -65,10 +64,7 @@ start_www() {
 	(cd "$BATS_FILE_TMPDIR/www" && exec python3 -m http.server --bind 127.0.0.1 "$WWW_PORT") \
 		</dev/null >"$BATS_FILE_TMPDIR/www.log" 2>&1 3>&- &
 	echo $! >"$BATS_FILE_TMPDIR/www.pid"
-	for i in $(seq 100); do
-		(exec 3<>"/dev/tcp/127.0.0.1/$WWW_PORT") 2>/dev/null && return 0
-		sleep 0.1
-	done
+	wait_port "$WWW_PORT"
 }
 
 # create_sandbox ID JSON: POST /v1/sandboxes in setup_file; what it answered

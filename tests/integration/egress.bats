@@ -11,25 +11,10 @@ load helpers
 
 ROOTFS_TREE=${BRIG_SANDBOX_ROOTFS:-/var/lib/brig/rootfs}
 
-# stop_proxy LOG: the proxies that logged their start there, stopped.
-stop_proxy() {
-	local pid
-	for pid in $(sed -n 's/.* started pid=\([0-9]*\) .*/\1/p' "$1" 2>/dev/null); do
-		[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = brig-egress ] && kill "$pid"
-	done
-	return 0
-}
-
 setup_file() {
 	[ -d "$ROOTFS_TREE/usr/bin" ] || return 0
 	sandbox_file_env
-	if [ -z "${BRIG_EGRESS:-}" ]; then
-		export BRIG_EGRESS
-		BRIG_EGRESS=$(dirname "$BRIG")/brig-egress
-	fi
-	export BRIG_EGRESS_DIR=$BATS_FILE_TMPDIR/egress
-	export BRIG_EGRESS_LOG=$BATS_FILE_TMPDIR/egress.log
-	export BRIG_EGRESS_CONFIG=$BATS_FILE_TMPDIR/egress.conf
+	egress_file_env
 	read -r MIRROR SUITE < <(apt_source | head -1)
 	NPM_REGISTRY=$(npm config get registry 2>/dev/null)
 	export MIRROR SUITE NPM_REGISTRY
@@ -49,10 +34,7 @@ class Server(http.server.ThreadingHTTPServer):
 Server(("127.0.0.1", int(sys.argv[1])), http.server.SimpleHTTPRequestHandler).serve_forever()' "$TEST_PORT") \
 		>"$BATS_FILE_TMPDIR/www.log" 2>&1 &
 	echo $! >"$BATS_FILE_TMPDIR/www.pid"
-	for _ in $(seq 100); do
-		(exec 3<>"/dev/tcp/127.0.0.1/$TEST_PORT") 2>/dev/null && break
-		sleep 0.1
-	done
+	wait_port "$TEST_PORT"
 	cat >"$BRIG_EGRESS_CONFIG" <<-EOF
 		# the host's package sources, as apt and npm name them
 		allow $(url_host "$MIRROR")
@@ -78,7 +60,7 @@ teardown_file() {
 		"$BRIG" --root "$SB_ROOT" sandbox rm "$(basename "$d")" >/dev/null 2>&1 || true
 	done
 	kill "$(cat "$BATS_FILE_TMPDIR/www.pid")" 2>/dev/null || true
-	stop_proxy "$BRIG_EGRESS_LOG"
+	stop_file_proxies
 }
 
 setup() {
@@ -369,5 +351,5 @@ print(sum(1 for s in sizes if s == 100000))" >"$BATS_TEST_TMPDIR/c$i.got" 2>&1 &
 	grep -q "from the host's package sources" "$BRIG_EGRESS_LOG"
 	grep -q "allow $(url_host "$MIRROR"):80" "$BRIG_EGRESS_LOG"
 	sb rm h1
-	stop_proxy "$BRIG_EGRESS_LOG"
+	stop_file_proxies
 }

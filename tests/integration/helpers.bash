@@ -553,3 +553,36 @@ no_mkdir_profile() {
 		}
 	EOF
 }
+
+# egress_file_env: the file's own packages proxy (brig-egress of the build
+# tree, unless BRIG_EGRESS names one): its directory, log and allow-list
+# in the file's temporary directory. stop_file_proxies stops it.
+egress_file_env() {
+	if [ -z "${BRIG_EGRESS:-}" ]; then
+		export BRIG_EGRESS
+		BRIG_EGRESS=$(dirname "$BRIG")/brig-egress
+	fi
+	export BRIG_EGRESS_DIR=$BATS_FILE_TMPDIR/egress
+	export BRIG_EGRESS_LOG=$BATS_FILE_TMPDIR/egress.log
+	export BRIG_EGRESS_CONFIG=$BATS_FILE_TMPDIR/egress.conf
+}
+
+# stop_file_proxies: the proxies that logged their start in
+# $BRIG_EGRESS_LOG, stopped (SIGTERM: each one's keeper ends with it).
+stop_file_proxies() {
+	local pid
+	for pid in $(sed -n 's/.* started pid=\([0-9]*\) .*/\1/p' "$BRIG_EGRESS_LOG" 2>/dev/null); do
+		[ "$(cat "/proc/$pid/comm" 2>/dev/null)" != brig-egress ] || kill "$pid"
+	done
+	return 0
+}
+
+# wait_port PORT: until something listens on the host's 127.0.0.1:PORT
+# (~10 s).
+wait_port() {
+	for _ in $(seq 100); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}

@@ -60,10 +60,7 @@ setup_file() {
 	(cd "$BATS_FILE_TMPDIR/www" && exec python3 ../server.py "$TEST_PORT") \
 		>"$BATS_FILE_TMPDIR/www.log" 2>&1 &
 	echo $! >"$BATS_FILE_TMPDIR/www.pid"
-	for _ in $(seq 100); do
-		(exec 3<>"/dev/tcp/127.0.0.1/$TEST_PORT") 2>/dev/null && break
-		sleep 0.1
-	done
+	wait_port "$TEST_PORT"
 	# The test server; its name, and an IP, listed without allow-private.
 	export BRIG_EGRESS_CONFIG=$BATS_FILE_TMPDIR/egress.conf
 	cat >"$BRIG_EGRESS_CONFIG" <<-EOF
