@@ -97,6 +97,7 @@ static int start(const struct brig_sandbox_exec_options *o, struct brig_opened_c
         .pty_master = o->tty ? o->pty_master : NULL,
         .stdio = o->stdio,
         .spec = spec,
+        .spec_from_state = true, /* brig_sandbox_exec_start's brig_container_load_spec */
         .opened = opened,
     };
     return brig_container_exec(&eo, pid, err);

@@ -100,8 +100,12 @@ struct brig_exec_options {
     bool ignore_paused;
     /* The container's saved spec when the caller has read it already (for
      * the process defaults); NULL: read here. Saves parsing it twice. A
-     * handler's container reads its own all the same. */
+     * handler's container reads its own all the same, unless
+     * spec_from_state says that `spec` is what brig_container_load_spec()
+     * returned for this very container (its handler's transform applied),
+     * as the handler's own layer reads it. */
     const struct brig_spec *spec;
+    bool spec_from_state;
     /* The container's state dir when the caller holds it open and locked
      * already (brig_container_open, which read `state` too); NULL: opened
      * here. Saves opening, locking and reading it twice. Still the

@@ -435,7 +435,7 @@ int brig_container_exec(const struct brig_exec_options *o, pid_t *pid, brig_erro
     const struct brig_handler *h = NULL;
     if (r == 0 && brig_handler_of(dir_fd, BRIG_HANDLER_FILE, &h, err) < 0)
         r = -1;
-    if (r == 0 && (spec == NULL || h)) {
+    if (r == 0 && (spec == NULL || (h && !o->spec_from_state))) {
         r = brig_container_load_spec_for(dir_fd, h, &loaded, err);
         spec = loaded;
     }

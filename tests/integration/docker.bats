@@ -163,6 +163,14 @@ load docker-helpers # and with it the setup and teardown hooks
 	# stdin is /dev/null: CI may run the suite with it closed, and script
 	# then takes fd 0 for its own pty.
 	run script -qec "$cmd" /dev/null </dev/null
+	if [ "$status" -ne 0 ]; then
+		# Seen once in a sanitizer run of CI, with its words cut off: the
+		# first failure is told in full, and a second try says whether it
+		# was the terminal's plumbing or brig.
+		echo "# exec -it, first try: status $status: $output" >&3
+		docker_show_logs 2>&3
+		run script -qec "$cmd" /dev/null </dev/null
+	fi
 	[ "$status" -eq 0 ] || fail "exec -it status $status: $output"
 	# script's pty echoes a NUL that reaches it as the session starts,
 	# as "^@", anywhere among the lines: drop it.
