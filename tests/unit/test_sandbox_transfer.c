@@ -156,8 +156,14 @@ static void test_read(void)
     if (mkfifoat(tree_fd, "fifo", 0644) == 0) {
         CHECK_STR(outcome(brig_sandbox_data_read(tree_fd, "fifo", &err), &err),
                   "not a regular file", "read: a fifo is refused without blocking");
-        CHECK(brig_sandbox_data_create(tree_fd, "fifo", &err) < 0,
-              "create: an existing fifo is refused without blocking");
+        /* A copy is written unseen and renamed over it: never opened. */
+        struct brig_sandbox_data_file f = BRIG_SANDBOX_DATA_FILE_INIT;
+        struct stat st;
+        CHECK(brig_sandbox_data_create_unseen(tree_fd, "fifo", &f, &err) == 0
+                  && brig_sandbox_data_publish(&f, &err) == 0
+                  && fstatat(tree_fd, "fifo", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode),
+              "create: an existing fifo is replaced without blocking");
+        brig_sandbox_data_file_close(&f);
         brig_error_release(&err);
         unlinkat(tree_fd, "fifo", 0);
     }
@@ -177,7 +183,7 @@ static void test_target(void)
 {
     check_target(".", "./x.csv");
     check_target("sub", "sub/x.csv");
-    check_target("new/", "new//x.csv");
+    check_target("new/", "new/x.csv");
     check_target("y.csv", "y.csv");
     /* Links to host dirs are no dirs inside the tree: the name stays. */
     check_target("abs", "abs");
@@ -189,12 +195,15 @@ static void check_create(const char *name, bool want_ok)
 {
     brig_error_t err = NULL;
     char label[96];
-    cleanup_close int fd = brig_sandbox_data_create(tree_fd, name, &err);
-    if (fd >= 0 && write(fd, "mine\n", 5) != 5)
+    struct brig_sandbox_data_file f = BRIG_SANDBOX_DATA_FILE_INIT;
+    bool ok = brig_sandbox_data_create_unseen(tree_fd, name, &f, &err) == 0;
+    if (ok && write(f.fd, "mine\n", 5) != 5)
         perror(name);
+    ok = ok && brig_sandbox_data_publish(&f, &err) == 0;
+    brig_sandbox_data_file_close(&f);
     snprintf(label, sizeof label, "%s: create \"%s\" %s, the host's file intact", mode(), name,
              want_ok ? "works" : "fails");
-    CHECK((fd >= 0) == want_ok && victim_untouched(), label);
+    CHECK(ok == want_ok && victim_untouched(), label);
     brig_error_release(&err);
 }
 
@@ -202,8 +211,9 @@ static void test_create(void)
 {
     char p[256];
     check_create("sub/new.txt", true);
-    check_create("victim_link", false);
-    check_create("abs", false);
+    /* A link of the sandbox's at the name is replaced, never followed. */
+    check_create("victim_link", true);
+    check_create("abs", true);
     check_create("abs/x", false);
     check_create("rel/x", false);
     check_create("../outside/x", false);
