@@ -59,14 +59,14 @@ int brig_sandbox_data_open_tree(const char *id, brig_error_t *err)
     return fd < 0 ? brig_error_set(err, errno, "open `%s`", mnt) : fd;
 }
 
-/* `dst`, or dst/NAME (the last component of `src`) when dst is a
- * directory. NULL on out-of-memory. */
 static bool ends_in_slash(const char *path)
 {
     size_t len = strlen(path);
     return len > 0 && path[len - 1] == '/';
 }
 
+/* `dst`, or dst/NAME (the last component of `src`) when dst is a
+ * directory. NULL on out-of-memory. */
 static char *target_name(const char *dst, bool is_dir, const char *src)
 {
     if (!is_dir)
@@ -143,15 +143,23 @@ int brig_sandbox_data_create_unseen(int tree_fd, const char *name, struct brig_s
 
 /* The unnamed file linked in under a fresh name of ours: a name the
  * sandbox may have taken is tried again. */
+#define FRESH_TRIES 16
+
+/* A name of ours to try: `prefix` and 16 random hex digits. */
+static void fresh_name(char *out, size_t size, const char *prefix, int tries)
+{
+    uint64_t r = 0;
+    if (getrandom(&r, sizeof r, 0) < 0)
+        r = (uint64_t) getpid() << 8 | (uint64_t) tries;
+    snprintf(out, size, "%s%016llx", prefix, (unsigned long long) r);
+}
+
 static int link_fresh(const struct brig_sandbox_data_file *f, char *tmp, size_t size)
 {
     char proc[BRIG_FD_PATH_MAX];
     brig_fd_path(f->fd, proc);
-    for (int tries = 0; tries < 16; tries++) {
-        uint64_t r = 0;
-        if (getrandom(&r, sizeof r, 0) < 0)
-            r = (uint64_t) getpid() << 8 | (uint64_t) tries;
-        snprintf(tmp, size, ".brig-new-%016llx", (unsigned long long) r);
+    for (int tries = 0; tries < FRESH_TRIES; tries++) {
+        fresh_name(tmp, size, ".brig-new-", tries);
         if (linkat(AT_FDCWD, proc, f->dir_fd, tmp, AT_SYMLINK_FOLLOW) == 0)
             return 0;
         if (errno != EEXIST)
@@ -270,11 +278,12 @@ static int open_unseen_on_host(const char *name, struct brig_sandbox_data_file *
 static int write_out_named(int in, struct brig_sandbox_data_file *f)
 {
     char tmp[64];
-    uint64_t r = 0;
-    if (getrandom(&r, sizeof r, 0) < 0)
-        r = (uint64_t) getpid();
-    snprintf(tmp, sizeof tmp, ".brig-cp-%016llx", (unsigned long long) r);
-    f->fd = openat(f->dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    for (int tries = 0; f->fd < 0 && tries < FRESH_TRIES; tries++) {
+        fresh_name(tmp, sizeof tmp, ".brig-cp-", tries);
+        f->fd = openat(f->dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (f->fd < 0 && errno != EEXIST)
+            return -1;
+    }
     if (f->fd < 0)
         return -1;
     if (copy_fd(in, f->fd) < 0 || renameat(f->dir_fd, tmp, f->dir_fd, f->leaf) < 0) {

@@ -57,6 +57,17 @@ static int outcome(int status)
     return -1;
 }
 
+/* The wait before the next start: none after a proxy that ran a while;
+ * doubling, within its bounds, while it dies soon after starting. */
+static int next_backoff(int backoff, long long ran_ms)
+{
+    if (ran_ms >= STABLE_MS)
+        return 0;
+    if (backoff == 0)
+        return BACKOFF_MIN_MS;
+    return backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
+}
+
 void egress_keep(struct proxy *p)
 {
     struct sigaction sa = { .sa_handler = pass_on };
@@ -85,9 +96,7 @@ void egress_keep(struct proxy *p)
         if (code >= 0)
             exit(code);
         /* One that dies at once again and again is not hammered. */
-        backoff = now_ms() - started >= STABLE_MS ? 0
-                  : backoff == 0                  ? BACKOFF_MIN_MS
-                                 : (backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2);
+        backoff = next_backoff(backoff, now_ms() - started);
         egress_log(p, "keeper: the proxy (pid %d) was killed by signal %d; again in %d ms",
                    (int) pid, WTERMSIG(status), backoff);
         sleep_ms(backoff);
