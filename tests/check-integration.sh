@@ -33,8 +33,10 @@
 #   - shim.bats and cri.bats run again on this host with containerd 1.7 and
 #     2.x (scripts/fetch-containerd.sh: Debian trixie's and sid's).
 # Ends with one line "N passed, N failed, N skipped" for both runs
-# together. BRIG_CHECK_HOST_ONLY=1 runs only the host part (the sanitizer
-# build does: scripts/test-sanitizers.sh).
+# together. BRIG_CHECK_PARTS (below) picks parts: the sanitizer build runs
+# "host" alone (scripts/test-sanitizers.sh), and CI's plain build all but
+# "host" (scripts/test.sh), so the host's files run once, under the
+# sanitizers.
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -70,8 +72,20 @@ host_has_v1_controllers() {
 	done
 }
 
+# Which parts run: BRIG_CHECK_PARTS, words of "vm" (every boot of the test
+# VM), "host" (this host's files) and "containerd" (the runs with the next
+# containerd releases); all three by default.
+parts=${BRIG_CHECK_PARTS:-vm host containerd}
+has_part() {
+	case " $parts " in
+	*" $1 "*) return 0 ;;
+	esac
+	return 1
+}
+
 totals=$(mktemp "${TMPDIR:-/tmp}/brig-check.XXXXXX")
-trap 'rm -f "$totals"' EXIT
+lane2=""
+trap 'rm -f "$totals" ${lane2:+"$lane2"}' EXIT
 
 # run_suite LABEL COMMAND...: runs it, keeps its closing count line.
 run_suite() {
@@ -125,15 +139,23 @@ for name in $systemd_files; do
 	[ -f "$here/integration/$name" ] && systemd_run="$systemd_run $name"
 done
 
-if [ "${BRIG_CHECK_HOST_ONLY:-0}" != 1 ]; then
-	# The VM's root (9p) can't be id-mapped: its sandboxes get the tree
-	# from an ext4 image of it, mounted over the tree's path in there.
-	tree_image=$("$here/vm/tree-image.sh" "${BRIG_SANDBOX_ROOTFS:-/var/lib/brig/rootfs}") || tree_image=
+# The VM's root (9p) can't be id-mapped: its sandboxes get the tree from an
+# ext4 image of it, mounted read-only over the tree's path in there.
+vm_tree_image() {
+	"$here/vm/tree-image.sh" "${BRIG_SANDBOX_ROOTFS:-/var/lib/brig/rootfs}" || true
+}
+
+# The first lane: the VM's main boot, the longest run of all.
+lane_vm_main() {
 	# shellcheck disable=SC2086 # the file names have no blanks
 	run_suite "tests in the test VM (cgroup v2 where this host has none; criu; i386 entry)" \
 		"$here/vm/run.sh" -e "BRIG=$BRIG" -e "RECVTTY=$RECVTTY" -e "top_srcdir=$top" \
 		-e "BRIG_VM_TREE_IMAGE=$tree_image" \
 		"$here/vm/with-tree.sh" sh "$here/integration/run.sh" $vm_run
+}
+
+# The second lane: the VM's other boots, one after another.
+lane_vm_others() {
 	if [ -n "$systemd_run" ]; then
 		# shellcheck disable=SC2086 # the file names have no blanks
 		run_suite "tests in the test VM with systemd as PID 1 (systemd cgroup driver)" \
@@ -152,18 +174,15 @@ if [ "${BRIG_CHECK_HOST_ONLY:-0}" != 1 ]; then
 		env BRIG_VM_APPEND="${BRIG_VM_APPEND:-} systemd.unified_cgroup_hierarchy=0" \
 		"$here/vm/run.sh" --systemd -e "BRIG=$BRIG" -e "top_srcdir=$top" \
 		sh "$here/integration/run.sh" $systemd_v1_files
-fi
-$v1_here || echo "# no v1 hierarchies of memory, pids, cpu and freezer here: $v1_files not run"
-# shellcheck disable=SC2086
-run_suite "integration tests on this host" sh "$here/integration/run.sh" $host_files
+}
 
 # The shim with the containerd of Debian's next releases (1.7, 2.x), fetched
 # unpacked by scripts/fetch-containerd.sh: its files again, that version
-# first on PATH. Not in the sanitizer run (BRIG_CHECK_HOST_ONLY), whose
-# point is brig's own code.
-if [ "${BRIG_CHECK_HOST_ONLY:-0}" != 1 ]; then
+# first on PATH.
+lane_containerd() {
 	if versions=$("$top/scripts/fetch-containerd.sh"); then
 		echo "$versions" | while read -r suite version bin; do
+			# shellcheck disable=SC2086 # the file names have no blanks
 			run_suite "containerd $version (Debian $suite): $containerd_files" \
 				env PATH="$bin:$PATH" sh "$here/integration/run.sh" $containerd_files
 		done
@@ -171,6 +190,31 @@ if [ "${BRIG_CHECK_HOST_ONLY:-0}" != 1 ]; then
 		echo "# containerd of Debian's next releases: could not be fetched"
 		echo "0 passed, 1 failed, 0 skipped" >>"$totals"
 	fi
+}
+
+# Each VM boot keeps about one core busy (TCG), so the VM's boots run in two
+# lanes at once on two cores: the main boot in one, whose output streams;
+# the other boots and then the containerd runs on this host in the other,
+# whose output follows when both are done. The host's own files run alone
+# afterwards: some of them measure time (a hostile tenant's slowdown).
+if has_part vm; then
+	tree_image=$(vm_tree_image)
+	lane2=$(mktemp "${TMPDIR:-/tmp}/brig-lane.XXXXXX")
+	{
+		lane_vm_others
+		if has_part containerd; then lane_containerd; fi
+	} >"$lane2" 2>&1 &
+	lane2_pid=$!
+	lane_vm_main
+	wait "$lane2_pid"
+	cat "$lane2"
+elif has_part containerd; then
+	lane_containerd
+fi
+if has_part host; then
+	$v1_here || echo "# no v1 hierarchies of memory, pids, cpu and freezer here: $v1_files not run"
+	# shellcheck disable=SC2086
+	run_suite "integration tests on this host" sh "$here/integration/run.sh" $host_files
 fi
 
 awk '{ p += $1; f += $3; s += $5 } END { printf "%d passed, %d failed, %d skipped\n", p, f, s; exit f > 0 }' "$totals"

@@ -107,14 +107,11 @@ sha256_of() {
 # named NAME (default $CTRD_IMAGE), whose command is CMD_JSON (default
 # ["sh"]).
 oci_busybox_image() {
-	local out=$1 name=${2:-$CTRD_IMAGE} cmd=${3:-'["sh"]'} work arch layer config manifest applet
+	local out=$1 name=${2:-$CTRD_IMAGE} cmd=${3:-'["sh"]'} work arch layer config manifest
 	work=$(mktemp -d "${TMPDIR:-/tmp}/oci.XXXXXX")
 	mkdir -p "$work/rootfs/bin" "$work/rootfs/proc" "$work/rootfs/sys" "$work/rootfs/dev" \
 		"$work/rootfs/tmp" "$work/rootfs/etc" "$work/layout/blobs/sha256"
-	cp "$BUSYBOX" "$work/rootfs/bin/busybox"
-	for applet in $("$BUSYBOX" --list); do
-		[ "$applet" = busybox ] || ln -s busybox "$work/rootfs/bin/$applet"
-	done
+	busybox_applets "$work/rootfs/bin"
 	echo "root:x:0:0:root:/root:/bin/sh" >"$work/rootfs/etc/passwd"
 	echo "root:x:0:" >"$work/rootfs/etc/group"
 	tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner \

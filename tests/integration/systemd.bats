@@ -109,7 +109,17 @@ check_lifecycle() {
 check_stopped_outside() {
 	local r=$1 unit=brigtest-$CID.scope
 	limited_bundle "system.slice:brigtest:$CID"
+	# An init that ends on SIGTERM, as a service's does: sleep as PID 1
+	# ignores it, and systemd would wait its 90 s stop timeout to kill.
+	# The stop waits for the sleep: by then the trap is set.
+	update_config '.process.args = ["sh", "-c", "trap \"exit 143\" TERM; sleep 1000 & wait"]'
 	rt_detached "$r" run -d "$CID"
+	local pid
+	pid=$(rt "$r" state "$CID" | jq -r .pid)
+	for _ in $(seq 100); do
+		pgrep -P "$pid" >/dev/null && break
+		sleep 0.1
+	done
 	systemctl stop "$unit"
 	wait_for_status_of "$r" stopped
 	rt "$r" delete "$CID"

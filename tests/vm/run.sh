@@ -103,8 +103,11 @@ done
 if [ -n "$need" ]; then
 	echo "run.sh: installing$need" >&2
 	export DEBIAN_FRONTEND=noninteractive
-	# shellcheck disable=SC2086 # a list of package names
-	{ apt-get update -qq && apt-get install -y -qq --no-install-recommends $need; } >&2 ||
+	# Boots may start at once (tests/check-integration.sh runs two): apt
+	# waits for another's lock instead of failing.
+	lock="-o DPkg::Lock::Timeout=600"
+	# shellcheck disable=SC2086 # a list of package names, and the option
+	{ apt-get update -qq $lock && apt-get install -y -qq $lock --no-install-recommends $need; } >&2 ||
 		die "could not install$need"
 fi
 
