@@ -202,6 +202,14 @@ int brig_egress_relisten(const char *state_dir, brig_error_t *err)
     char key[BRIG_EGRESS_KEY_LEN + 1], request[64];
     brig_egress_key(state_dir, key);
     snprintf(request, sizeof request, "add %s", key);
+    /* Every exec asks: one call where the proxy runs, as it nearly always
+     * does (its keeper restarts it); the ping and start only where not. */
+    if (brig_egress_call(request, err) == 0)
+        return 0;
+    int why = (*err)->errnum;
+    if (why != ECONNREFUSED && why != ENOENT)
+        return -1;
+    brig_error_release(err);
     if (brig_egress_ensure(err) < 0 || brig_egress_call(request, err) < 0)
         return -1;
     return 0;

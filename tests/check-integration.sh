@@ -192,12 +192,16 @@ lane_containerd() {
 	fi
 }
 
-# Each VM boot keeps about one core busy (TCG), so the VM's boots run in two
-# lanes at once on two cores: the main boot in one, whose output streams;
-# the other boots and then the containerd runs on this host in the other,
-# whose output follows when both are done. The host's own files run alone
-# afterwards: some of them measure time (a hostile tenant's slowdown).
+# The VM's boots run in two lanes at once, a core each: the main boot in
+# one, whose output streams; the other boots and then the containerd runs
+# on this host in the other, whose output follows when both are done. The
+# host's own files run alone afterwards: some of them measure time (a
+# hostile tenant's slowdown).
 if has_part vm; then
+	# One emulated CPU each: two machines of two on two cores took 76 s
+	# each for systemd_v1.bats, two of one 50 s (one alone, of two, 48 s).
+	BRIG_VM_CPUS=${BRIG_VM_CPUS:-1}
+	export BRIG_VM_CPUS
 	tree_image=$(vm_tree_image)
 	lane2=$(mktemp "${TMPDIR:-/tmp}/brig-lane.XXXXXX")
 	{

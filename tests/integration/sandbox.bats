@@ -146,7 +146,7 @@ l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(); c = socket.create_con
 	svc_env=$(in_s1 'for p in /proc/[0-9]*; do [ "$(tr "\0" " " <$p/cmdline 2>/dev/null)" = "sleep 100000 " ] && tr "\0" "\n" <$p/environ; done | grep -E "^(LD_PRELOAD|MALLOC_CONF)=" | sort')
 	exec_env=$(in_s1 'env | grep -E "^(LD_PRELOAD|MALLOC_CONF)=" | sort')
 	[ "$init_env" = "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
-MALLOC_CONF=narenas:1,background_thread:true,lg_tcache_max:10,dirty_decay_ms:5000,muzzy_decay_ms:5000" ]
+MALLOC_CONF=narenas:1,lg_tcache_max:10,dirty_decay_ms:5000,muzzy_decay_ms:5000" ]
 	[ "$svc_env" = "$init_env" ]
 	[ "$exec_env" = "$init_env" ]
 	run sb exec s1 -- python3 -c 'print(sum("libjemalloc" in l for l in open("/proc/self/maps")) > 0)'
