@@ -134,14 +134,23 @@ static int spawn_proxy(brig_error_t *err)
     return brig_sandbox_daemon_spawn("egress proxy", path, argv, passed_on, err);
 }
 
+/* True, the error released, when a call failed because no proxy listens
+ * (no socket, or nobody behind it); false leaves any other error. */
+static bool none_listens(brig_error_t *err)
+{
+    int why = (*err)->errnum;
+    if (why != ECONNREFUSED && why != ENOENT)
+        return false;
+    brig_error_release(err);
+    return true;
+}
+
 int brig_egress_ensure(brig_error_t *err)
 {
     if (brig_egress_call("ping", err) == 0)
         return 0;
-    int why = (*err)->errnum;
-    if (why != ECONNREFUSED && why != ENOENT)
+    if (!none_listens(err))
         return -1;
-    brig_error_release(err);
     if (spawn_proxy(err) < 0)
         return -1;
     /* Until it answers: it reads its allow-list and every registered
@@ -206,10 +215,8 @@ int brig_egress_relisten(const char *state_dir, brig_error_t *err)
      * does (its keeper restarts it); the ping and start only where not. */
     if (brig_egress_call(request, err) == 0)
         return 0;
-    int why = (*err)->errnum;
-    if (why != ECONNREFUSED && why != ENOENT)
+    if (!none_listens(err))
         return -1;
-    brig_error_release(err);
     if (brig_egress_ensure(err) < 0 || brig_egress_call(request, err) < 0)
         return -1;
     return 0;
@@ -225,11 +232,7 @@ int brig_egress_unregister(const char *state_dir, brig_error_t *err)
     snprintf(request, sizeof request, "del %s", key);
     /* No proxy running: nothing listens for the sandbox, and the next one
      * finds no registration. */
-    if (brig_egress_call(request, err) < 0) {
-        int why = (*err)->errnum;
-        if (why != ECONNREFUSED && why != ENOENT)
-            return -1;
-        brig_error_release(err);
-    }
+    if (brig_egress_call(request, err) < 0 && !none_listens(err))
+        return -1;
     return 0;
 }

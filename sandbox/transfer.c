@@ -141,8 +141,6 @@ int brig_sandbox_data_create_unseen(int tree_fd, const char *name, struct brig_s
     return 0;
 }
 
-/* The unnamed file linked in under a fresh name of ours: a name the
- * sandbox may have taken is tried again. */
 #define FRESH_TRIES 16
 
 /* A name of ours to try: `prefix` and 16 random hex digits. */
@@ -154,6 +152,8 @@ static void fresh_name(char *out, size_t size, const char *prefix, int tries)
     snprintf(out, size, "%s%016llx", prefix, (unsigned long long) r);
 }
 
+/* The unnamed file linked in under a fresh name of ours: a name the
+ * sandbox may have taken is tried again. */
 static int link_fresh(const struct brig_sandbox_data_file *f, char *tmp, size_t size)
 {
     char proc[BRIG_FD_PATH_MAX];
