@@ -155,23 +155,22 @@ load docker-helpers # and with it the setup and teardown hooks
 
 	# Without -t, no terminal; with -it, one (a pty from the runtime's
 	# console socket). The client wants a terminal of its own for -it:
-	# script(1) gives it one.
+	# script(1) gives it one. The client puts that terminal in raw mode, so
+	# it must stay in the terminal's foreground process group: timeout
+	# --foreground. Without it, timeout moves itself and the client to a
+	# group of their own whenever script's shell forks instead of exec'ing
+	# the command (dash as $SHELL does), and SIGTTOU stops the client.
 	run dk exec life tty
 	[[ "$output" == *"not a tty"* ]] || fail "exec without -t: $output"
-	cmd=$(printf '%q ' env "DOCKER_CONFIG=$DOCKER_DIR/cli" timeout -k 5 300 \
+	cmd=$(printf '%q ' env "DOCKER_CONFIG=$DOCKER_DIR/cli" timeout --foreground -k 5 60 \
 		"$DOCKER_CLI" -H "unix://$DOCKER_DIR/docker.sock" exec -it life sh -c 'tty; echo ok')
 	# stdin is /dev/null: CI may run the suite with it closed, and script
 	# then takes fd 0 for its own pty.
 	run script -qec "$cmd" /dev/null </dev/null
 	if [ "$status" -ne 0 ]; then
-		# Seen once in a sanitizer run of CI, with its words cut off: the
-		# first failure is told in full, and a second try says whether it
-		# was the terminal's plumbing or brig.
-		echo "# exec -it, first try: status $status: $output" >&3
-		docker_show_logs 2>&3
-		run script -qec "$cmd" /dev/null </dev/null
+		docker_show_logs
+		fail "exec -it status $status: $output"
 	fi
-	[ "$status" -eq 0 ] || fail "exec -it status $status: $output"
 	# script's pty echoes a NUL that reaches it as the session starts,
 	# as "^@", anywhere among the lines: drop it.
 	out=$(printf '%s\n' "$output" | tr -d '\r' | sed 's/\^@//g')
