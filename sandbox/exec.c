@@ -82,7 +82,10 @@ static int start(const struct brig_sandbox_exec_options *o, struct brig_opened_c
     p.args.v = (char **) o->argv;
     p.args.n = count(o->argv);
     p.terminal = o->tty;
-    p.has_console_size = false;
+    p.terminal_raw_newlines = o->tty && o->pty_raw_newlines;
+    p.has_console_size = o->tty && o->pty_rows > 0;
+    p.console_height = o->pty_rows;
+    p.console_width = o->pty_columns;
     if (check_user(o->user, spec ? spec->process : NULL, err) < 0)
         return -1;
     p.cwd = (char *) (o->cwd ? o->cwd : p.cwd && p.cwd[0] ? p.cwd : BRIG_SANDBOX_DATA);

@@ -23,7 +23,11 @@ struct brig_sandbox_exec_options {
                           (a template's user: its ids or name) */
     bool tty;          /* a pty: its master lands in *pty_master */
     int *pty_master;   /* with tty */
-    const int *stdio;  /* fds 0, 1, 2 of the process; NULL: the caller's own */
+    /* With tty, set before the process runs: LF sent as it is (no CR
+     * before it), and a size (0 rows: the kernel's default). */
+    bool pty_raw_newlines;
+    unsigned short pty_rows, pty_columns;
+    const int *stdio; /* fds 0, 1, 2 of the process; NULL: the caller's own */
     /* 0: the sandbox's exec timeout (lifetime.h; none when unset); -1:
      * none whatever the sandbox says; > 0: this many ms. */
     int timeout_ms;

@@ -11,13 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
-#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -117,19 +115,10 @@ static int listen_in(struct brig_session_held *h, brig_error_t *err)
     return 0;
 }
 
-/* The pty as sessions want it: no CR before each LF, a size, and the
- * master never blocking the loop. */
+/* The master never blocks the loop. (No CR before each LF, and the size:
+ * set on the pty before the process runs, by the exec's options.) */
 static int set_up_pty(int master, brig_error_t *err)
 {
-    struct termios t;
-    if (tcgetattr(master, &t) < 0)
-        return brig_error_set(err, errno, "read the pty's settings");
-    t.c_oflag &= ~(tcflag_t) ONLCR;
-    if (tcsetattr(master, TCSANOW, &t) < 0)
-        return brig_error_set(err, errno, "set the pty's settings");
-    struct winsize ws = { .ws_row = PTY_ROWS, .ws_col = PTY_COLUMNS };
-    if (ioctl(master, TIOCSWINSZ, &ws) < 0)
-        return brig_error_set(err, errno, "set the pty's size");
     int flags = fcntl(master, F_GETFL);
     if (flags < 0 || fcntl(master, F_SETFL, flags | O_NONBLOCK) < 0)
         return brig_error_set(err, errno, "make the pty non-blocking");
@@ -172,6 +161,9 @@ static int start_process(const struct brig_session_start_options *o, struct brig
         .user = o->user,
         .tty = true,
         .pty_master = &h->master,
+        .pty_raw_newlines = true,
+        .pty_rows = PTY_ROWS,
+        .pty_columns = PTY_COLUMNS,
         .timeout_ms = -1, /* a session lives as long as its sandbox */
     };
     struct brig_sandbox_exec ex;

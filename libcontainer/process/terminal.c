@@ -8,6 +8,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
@@ -37,6 +38,12 @@ int brig_terminal_setup_init(const struct brig_process *p, int sync_fd, brig_err
                               .ws_col = (unsigned short) p->console_width };
         if (ioctl(slave, TIOCSWINSZ, &ws) < 0)
             return brig_error_set(err, errno, "set console size");
+    }
+    struct termios t;
+    if (p->terminal_raw_newlines && tcgetattr(slave, &t) == 0) {
+        t.c_oflag &= ~(tcflag_t) ONLCR;
+        if (tcsetattr(slave, TCSANOW, &t) < 0)
+            return brig_error_set(err, errno, "set the terminal's output mode");
     }
     /* The process's own, in the group devpts gives it (tty, gid=5), as
      * runc leaves it: write(1) and wall reach it through that group. */

@@ -111,6 +111,7 @@ int brig_process_copy(const struct brig_process *from, struct brig_process **out
     if (p == NULL)
         return brig_error_set(err, ENOMEM, "copy process");
     p->terminal = from->terminal;
+    p->terminal_raw_newlines = from->terminal_raw_newlines;
     p->has_console_size = from->has_console_size;
     p->console_height = from->console_height;
     p->console_width = from->console_width;

@@ -72,6 +72,9 @@ struct brig_io_priority {
 
 struct brig_process {
     bool terminal;
+    /* Not in the runtime spec: the terminal sends LF as it is (ONLCR off),
+     * set on the pty before the process runs. */
+    bool terminal_raw_newlines;
     bool has_console_size;
     uint32_t console_height;
     uint32_t console_width;

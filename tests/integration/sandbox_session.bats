@@ -189,6 +189,21 @@ ms() {
 	echo "$output" | grep -Eq "^l2 +[0-9]+ +exited\(3\) +5 +[0-9]+s +sh -c echo done; exit 3$"
 }
 
+@test "session: the terminal is set before the process runs: its size, and LF without CR" {
+	# A command that prints at once sees the session's terminal as every
+	# later one does: the holder does not set it after the start.
+	start z1 -- sh -c 'stty size; echo first; exit 5'
+	for _ in $(seq 50); do
+		ses ls "$SX" | grep -q '^z1 .*exited(5)' && break
+		sleep 0.1
+	done
+	run --separate-stderr ses read "$SX" z1
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s' "$output" | od -An -c | tr -s ' ')" = "$(printf '50 500\nfirst' | od -An -c | tr -s ' ')" ] ||
+		fail "the first output: $(printf '%s' "$output" | od -An -c)"
+	[ "$stderr" = "brig: session z1: exited with status 5" ]
+}
+
 @test "session: kill ends the process, its terminal's jobs, the holder and the dir" {
 	start k1
 	ses input "$SX" k1 --wait 300ms 'sleep 2345\n' >/dev/null
