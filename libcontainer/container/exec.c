@@ -126,9 +126,12 @@ static int exec_in_container(const struct exec_ctx *x, int sync_fd, brig_error_t
 /* setns of a pid or time namespace only decides where the caller's next
  * children are born. So the runtime enters them itself around the clone:
  * the new process starts in the container's pid namespace and needs no
- * go-between to fork it (one process fewer per exec). Not with a user
- * namespace to join, which must come first. `back` keeps our own, to
- * return to; the joined fds are closed. */
+ * go-between to fork it (one process fewer per exec). With a user
+ * namespace to join too, as well: the host's root may enter a pid
+ * namespace that any of its user namespaces owns, and the child joins
+ * the user namespace after its birth. Where the runtime may not (EPERM:
+ * not the host's root), the child forks instead. `back` keeps our own, to
+ * return to; the joined fds are closed once both are entered. */
 static int enter_for_children(struct brig_ns_join *join, int back[2], brig_error_t *err)
 {
     static const struct {
@@ -150,8 +153,12 @@ static int enter_for_children(struct brig_ns_join *join, int back[2], brig_error
         if (setns(fd, kinds[i].flag) < 0)
             return brig_error_set(err, errno, "join %s namespace",
                                   brig_ns_type_name(kinds[i].type));
-        close(fd);
-        join->fd[kinds[i].type] = -1;
+    }
+    for (int i = 0; i < 2; i++) {
+        enum brig_ns_type t = kinds[i].type;
+        if (join->fd[t] >= 0)
+            close(join->fd[t]);
+        join->fd[t] = -1;
     }
     return 0;
 }
@@ -166,6 +173,20 @@ static void leave_for_children(int back[2])
         close(back[i]);
         back[i] = -1;
     }
+}
+
+/* enter_for_children, where *direct says whether it did: a refusal with a
+ * user namespace to join is no error (the child forks instead). */
+static int enter_direct(struct brig_ns_join *join, int back[2], bool *direct, brig_error_t *err)
+{
+    *direct = enter_for_children(join, back, err) == 0;
+    if (*direct)
+        return 0;
+    leave_for_children(back);
+    if (join->fd[BRIG_NS_USER] < 0 || (*err)->errnum != EPERM)
+        return -1;
+    brig_error_release(err);
+    return 0;
 }
 
 static int wait_placed(int sync_fd, brig_error_t *err)
@@ -322,11 +343,9 @@ static int spawn(const struct exec_ctx *x, bool paused, pid_t *pid, brig_error_t
     cleanup_close int sync_fd = pair[0];
     cleanup_close int child_fd = pair[1];
     int back[2] = { -1, -1 };
-    bool direct = join.fd[BRIG_NS_USER] < 0;
-    if (direct && enter_for_children(&join, back, err) < 0) {
-        leave_for_children(back);
+    bool direct;
+    if (enter_direct(&join, back, &direct, err) < 0)
         return -1;
-    }
     /* Into a frozen cgroup (--ignore-paused) the process would freeze
      * before it is ready: it joins after its set-up instead, and freezes
      * there as the rest of the container is. */
