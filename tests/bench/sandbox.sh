@@ -152,21 +152,33 @@ start_sb() { # RT ID
 	runsc) "$RUNSC" --root "$states/runsc" "${runsc_flags[@]}" run --detach --bundle "$work/b/$2" "$2" </dev/null ;;
 	esac
 }
-exec_sb() { # RT ID COMMAND...
+# exec_cmd RT ID COMMAND... and rm_cmd RT ID: the runtime's command line
+# in the array CMD, which exec and rm are timed as (nothing around it).
+exec_cmd() {
 	local rt=$1 id=$2
 	shift 2
 	case $rt in
-	brig) "$BRIG" --root "$states/brig" sandbox exec "$id" -- "$@" ;;
-	runc) "$RUNC" --root "$states/runc" exec --user 1000:1000 --cwd /mnt/data "$id" "$@" ;;
-	runsc) "$RUNSC" --root "$states/runsc" "${runsc_flags[@]}" exec --user 1000:1000 --cwd /mnt/data "$id" "$@" ;;
+	brig) CMD=("$BRIG" --root "$states/brig" sandbox exec "$id" -- "$@") ;;
+	runc) CMD=("$RUNC" --root "$states/runc" exec --user 1000:1000 --cwd /mnt/data "$id" "$@") ;;
+	runsc) CMD=("$RUNSC" --root "$states/runsc" "${runsc_flags[@]}" exec --user 1000:1000 --cwd /mnt/data "$id" "$@") ;;
 	esac
 }
-rm_sb() { # RT ID
+rm_cmd() {
 	case $1 in
-	brig) "$BRIG" --root "$states/brig" sandbox rm "$2" ;;
-	runc) "$RUNC" --root "$states/runc" delete -f "$2" ;;
-	runsc) "$RUNSC" --root "$states/runsc" "${runsc_flags[@]}" delete --force "$2" ;;
+	brig) CMD=("$BRIG" --root "$states/brig" sandbox rm "$2") ;;
+	runc) CMD=("$RUNC" --root "$states/runc" delete -f "$2") ;;
+	runsc) CMD=("$RUNSC" --root "$states/runsc" "${runsc_flags[@]}" delete --force "$2") ;;
 	esac
+}
+exec_sb() { # RT ID COMMAND...
+	local CMD
+	exec_cmd "$@"
+	"${CMD[@]}"
+}
+rm_sb() { # RT ID
+	local CMD
+	rm_cmd "$@"
+	"${CMD[@]}"
 }
 export BRIG RUNC RUNSC states work tree
 
@@ -204,7 +216,7 @@ for r in "${runtimes[@]}"; do
 		for p in kvm ptrace; do
 			runsc_flags=(--platform="$p" --network=none --oci-seccomp)
 			rc=0
-			timeout -k 5 30 bash -c "$(declare -f probe bundle start_sb exec_sb rm_sb)
+			timeout -k 5 30 bash -c "$(declare -f probe bundle start_sb exec_cmd exec_sb rm_cmd rm_sb)
 				runsc_flags=(${runsc_flags[*]}); log=$log; probe runsc probe-runsc-$p" || rc=$?
 			if [ "$rc" = 0 ]; then
 				platform=$p
@@ -230,7 +242,7 @@ skipped=${skipped%; }
 echo "# runtimes: ${runtimes[*]}; runsc platform: $platform; tree $tree"
 
 # The runsc flags reach the functions that bench-timeit's shells run.
-sh_prelude="$(declare -f start_sb exec_sb rm_sb); runsc_flags=(${runsc_flags[*]})"
+sh_prelude="$(declare -f start_sb exec_cmd exec_sb rm_cmd rm_sb); runsc_flags=(${runsc_flags[*]})"
 
 # timed FILE COMMAND...: one timed run, appended to FILE as "NS KB".
 timed() {
@@ -256,7 +268,8 @@ for ((i = 0; i < READY_N; i++)); do
 		id=ready-$r-$i
 		[ "$r" = brig ] || bundle "$id"
 		timed_sh "ready.$r" 'start_sb "$1" "$2" >/dev/null && exec_sb "$1" "$2" python3 -c pass' "$r" "$id"
-		timed_sh "rm.$r" 'rm_sb "$1" "$2"' "$r" "$id"
+		rm_cmd "$r" "$id"
+		timed "rm.$r" "${CMD[@]}"
 	done
 done
 
@@ -269,8 +282,10 @@ for r in "${runtimes[@]}"; do
 done
 for ((i = 0; i < EXEC_N; i++)); do
 	for r in $(rotated "$i" "${runtimes[@]}"); do
-		timed_sh "exec_true.$r" 'exec_sb "$1" "$2" true' "$r" "exec-$r"
-		timed_sh "exec_python.$r" 'exec_sb "$1" "$2" python3 -c "print(1)"' "$r" "exec-$r"
+		exec_cmd "$r" "exec-$r" true
+		timed "exec_true.$r" "${CMD[@]}"
+		exec_cmd "$r" "exec-$r" python3 -c 'print(1)'
+		timed "exec_python.$r" "${CMD[@]}"
 	done
 done
 
