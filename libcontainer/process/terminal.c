@@ -40,7 +40,9 @@ int brig_terminal_setup_init(const struct brig_process *p, int sync_fd, brig_err
             return brig_error_set(err, errno, "set console size");
     }
     struct termios t;
-    if (p->terminal_raw_newlines && tcgetattr(slave, &t) == 0) {
+    if (p->terminal_raw_newlines) {
+        if (tcgetattr(slave, &t) < 0)
+            return brig_error_set(err, errno, "read the terminal's output mode");
         t.c_oflag &= ~(tcflag_t) ONLCR;
         if (tcsetattr(slave, TCSANOW, &t) < 0)
             return brig_error_set(err, errno, "set the terminal's output mode");
