@@ -74,16 +74,19 @@ static int open_init_namespaces(pid_t init, struct brig_ns_join *join, brig_erro
  * options name below it. Returns 1 when brig manages none (the process
  * stays where it is). */
 static int open_exec_cgroup(const struct brig_state *st, const struct brig_exec_options *o,
-                            struct brig_cgroup *cg, brig_error_t *err)
+                            struct brig_cgroup *opened, struct brig_cgroup *cg, brig_error_t *err)
 {
     if (*st->cgroup_path == '\0')
         return 1; /* not managed by brig */
-    if (brig_cgroup_open(st->cgroup_path, cg, err) < 0)
+    cleanup_cgroup struct brig_cgroup top = *opened;
+    *opened = (struct brig_cgroup) BRIG_CGROUP_INIT;
+    if (top.backend == NULL && brig_cgroup_open(st->cgroup_path, &top, err) < 0)
         return -1;
-    if (o->n_cgroups == 0)
+    if (o->n_cgroups == 0) {
+        *cg = top;
+        top = (struct brig_cgroup) BRIG_CGROUP_INIT;
         return 0;
-    cleanup_cgroup struct brig_cgroup top = *cg;
-    *cg = (struct brig_cgroup) BRIG_CGROUP_INIT;
+    }
     return brig_cgroup_open_sub(&top, o->cgroups, o->n_cgroups, cg, err);
 }
 
@@ -321,7 +324,8 @@ static pid_t clone_child(int into, bool *placed, bool *joins, struct brig_cgroup
     return child;
 }
 
-static int spawn(const struct exec_ctx *x, bool paused, pid_t *pid, brig_error_t *err)
+static int spawn(const struct exec_ctx *x, bool paused, struct brig_cgroup *top, pid_t *pid,
+                 brig_error_t *err)
 {
     const struct brig_exec_options *o = x->o;
     const struct brig_state *st = x->st;
@@ -333,7 +337,7 @@ static int spawn(const struct exec_ctx *x, bool paused, pid_t *pid, brig_error_t
     if (open_init_namespaces(st->pid, &join, err) < 0)
         return -1;
     cleanup_cgroup struct brig_cgroup cgroup = BRIG_CGROUP_INIT;
-    int managed = open_exec_cgroup(st, o, &cgroup, err);
+    int managed = open_exec_cgroup(st, o, top, &cgroup, err);
     if (managed < 0)
         return -1;
     int cg = managed == 0 ? brig_cgroup_clone_fd(&cgroup) : -1;
@@ -434,7 +438,15 @@ int brig_container_exec(const struct brig_exec_options *o, pid_t *pid, brig_erro
         return -1;
     int dir_fd = o->opened ? o->opened->dir_fd : own_dir_fd;
     struct brig_state *st = o->opened ? o->opened->state : own_st;
-    enum brig_status status = brig_state_status(dir_fd, st);
+    /* The container's cgroup, opened once for the freezer's word and the
+     * join (the status opens it itself where it could not be opened). */
+    cleanup_cgroup struct brig_cgroup top = BRIG_CGROUP_INIT;
+    brig_error_t ignored = NULL;
+    if (*st->cgroup_path && st->pid > 0 && brig_cgroup_open(st->cgroup_path, &top, &ignored) < 0) {
+        brig_error_release(&ignored);
+        brig_cgroup_close(&top); /* backend NULL: not opened */
+    }
+    enum brig_status status = brig_state_status_in(dir_fd, st, top.backend ? &top : NULL);
     int r = 0;
     if (status == BRIG_STATUS_STOPPED || status == BRIG_STATUS_CREATING)
         r = brig_error_kind(err, ESRCH, "cannot exec in container `%s`: it is %s", o->id,
@@ -469,7 +481,7 @@ int brig_container_exec(const struct brig_exec_options *o, pid_t *pid, brig_erro
         r = brig_seccomp_compile_cached(x.seccomp, cache, &x.filter, err);
     }
     if (r == 0)
-        r = spawn(&x, status == BRIG_STATUS_PAUSED, pid, err);
+        r = spawn(&x, status == BRIG_STATUS_PAUSED, &top, pid, err);
     brig_seccomp_free(x.filter);
     brig_process_free(imposed);
     return r;

@@ -372,8 +372,10 @@ bool brig_state_init_alive(const struct brig_state *st)
     return state != 'Z' && state != 'X' && start == st->pid_start_time;
 }
 
-static bool cgroup_frozen(const char *path)
+static bool cgroup_frozen(const char *path, const struct brig_cgroup *opened)
 {
+    if (opened)
+        return brig_cgroup_is_frozen(opened);
     struct brig_cgroup cg;
     brig_error_t err = NULL;
     if (brig_cgroup_open(path, &cg, &err) < 0) {
@@ -387,6 +389,12 @@ static bool cgroup_frozen(const char *path)
 
 enum brig_status brig_state_status(int dir_fd, const struct brig_state *st)
 {
+    return brig_state_status_in(dir_fd, st, NULL);
+}
+
+enum brig_status brig_state_status_in(int dir_fd, const struct brig_state *st,
+                                      const struct brig_cgroup *cg)
+{
     /* No init recorded: a create in progress, or one that died half-way
      * (create holds the lock, so whoever sees this under the lock sees the
      * remains of a dead one). */
@@ -396,7 +404,7 @@ enum brig_status brig_state_status(int dir_fd, const struct brig_state *st)
         return BRIG_STATUS_STOPPED;
     if (faccessat(dir_fd, BRIG_EXEC_FIFO, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
         return BRIG_STATUS_CREATED;
-    if (st->cgroup_path && *st->cgroup_path && cgroup_frozen(st->cgroup_path))
+    if (st->cgroup_path && *st->cgroup_path && cgroup_frozen(st->cgroup_path, cg))
         return BRIG_STATUS_PAUSED;
     return BRIG_STATUS_RUNNING;
 }

@@ -72,6 +72,11 @@ static inline void brig_state_freep(struct brig_state **state)
 /* Where the container is now, from its init process, the exec fifo and
  * its cgroup's freezer. */
 enum brig_status brig_state_status(int dir_fd, const struct brig_state *state);
+struct brig_cgroup;
+/* The same, with the container's cgroup opened already (NULL: opened
+ * here when it is needed). */
+enum brig_status brig_state_status_in(int dir_fd, const struct brig_state *state,
+                                      const struct brig_cgroup *cg);
 /* True while the init (pid + start time) is alive and not a zombie. */
 bool brig_state_init_alive(const struct brig_state *state);
 
