@@ -351,4 +351,12 @@ int brig_cgroup_v1_devices_update(const char *list, const struct brig_device_rul
 int brig_cgroup_v1_devices_check_list(const char *list, const struct brig_device_rule *rules,
                                       size_t n_rules, brig_error_t *err);
 
+/* The cgroup and cgroup2 lines of /proc/self/mountinfo, found once per
+ * process, from the copy saved at BRIG_CGROUP_MOUNTS_CACHE while it holds
+ * (mount_lines.c). */
+#define BRIG_CGROUP_MOUNTS_CACHE "/run/brig/.cgroup-mounts"
+const char *brig_cgroup_mount_lines(brig_error_t *err);
+/* The same if this process has found them already; NULL otherwise. */
+const char *brig_cgroup_mount_lines_known(void);
+
 #endif

@@ -1,7 +1,7 @@
 #define _GNU_SOURCE
 /* The host's cgroup v1 hierarchies (and a hybrid host's v2 tree), from
- * /proc/self/mountinfo, with the caller's own cgroup in each from
- * /proc/self/cgroup. Found once per process. */
+ * the cgroup lines of /proc/self/mountinfo (mount_lines.c), with the caller's own cgroup in each
+ * from /proc/self/cgroup. Found once per process. */
 #include "cgroup/backend.h"
 
 #include <errno.h>
@@ -189,12 +189,14 @@ static int add_own(struct found *f)
 
 static int discover(struct found *f, brig_error_t *err)
 {
-    cleanup_file FILE *mi = fopen("/proc/self/mountinfo", "re");
-    if (mi == NULL)
-        return brig_error_set(err, errno, "cgroup: read /proc/self/mountinfo");
-    cleanup_free char *line = NULL;
-    size_t cap = 0;
-    while (getline(&line, &cap, mi) > 0) {
+    const char *lines = brig_cgroup_mount_lines(err);
+    if (lines == NULL)
+        return -1;
+    cleanup_free char *text = strdup(lines);
+    if (text == NULL)
+        return brig_error_set(err, ENOMEM, "cgroup hierarchies");
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         struct mount_line m;
         if (split_line(line, &m) && add_mount(f, &m) < 0)
             return brig_error_set(err, ENOMEM, "cgroup hierarchies");

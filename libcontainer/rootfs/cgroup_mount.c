@@ -21,11 +21,13 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
 #include "base/path.h"
 #include "base/utils.h"
+#include "cgroup/cgroup.h"
 #include "rootfs/cgroup_view.h"
 
 #define ATIME_FLAGS (MS_NOATIME | MS_RELATIME | MS_STRICTATIME | MS_NODIRATIME)
@@ -49,7 +51,12 @@ static int read_view(const struct brig_rootfs_step *s, bool with_unified,
 {
     cleanup_free char *mountinfo = NULL;
     cleanup_free char *cgroups = NULL;
-    if (brig_read_file("/proc/self/mountinfo", &mountinfo, NULL, err) < 0
+    /* The runtime's lines from before this mount namespace was copied
+     * from its own: the same mounts, for all the plan reads of them. */
+    const char *known = brig_cgroup_mount_lines_known();
+    if (known && (mountinfo = strdup(known)) == NULL)
+        return brig_error_set(err, ENOMEM, "mount `%s` on `%s`", source_name(s), s->path);
+    if ((!known && brig_read_file("/proc/self/mountinfo", &mountinfo, NULL, err) < 0)
         || brig_read_file("/proc/self/cgroup", &cgroups, NULL, err) < 0
         || brig_cgroup_view_plan(mountinfo, cgroups, s->cgroupns, with_unified, v, err) < 0)
         return brig_error_wrap(err, "mount `%s` on `%s`", source_name(s), s->path);

@@ -490,3 +490,44 @@ own_cgroup() {
 	[ "$output" = "0::/sub" ] || fail "$output"
 	assert_one_line_error "memory:x" "cgroup v1" "v2"
 }
+
+# cgroup_lines: the host's cgroup and cgroup2 lines of mountinfo.
+cgroup_lines() {
+	grep -E ' - cgroup2? ' /proc/self/mountinfo
+}
+
+# reads_mountinfo ARGS...: brig ARGS under strace; true when it opened
+# /proc/self/mountinfo.
+reads_mountinfo() {
+	strace -f -qq -e trace=openat -o "$BATS_TEST_TMPDIR/trace" \
+		"$BRIG" --root "$ROOT" "$@" >/dev/null 2>&1 || fail "brig $* failed"
+	grep -q '/proc/self/mountinfo' "$BATS_TEST_TMPDIR/trace"
+}
+
+@test "v1: the host's cgroup mounts are read from mountinfo once, then from the copy in /run/brig while it holds" {
+	cache=/run/brig/.cgroup-mounts
+	rm -f "$cache"
+	set_args sleep 100
+	brig_detached run -d "$CID"
+	[ -f "$cache" ] || fail "no $cache after a run"
+	[ "$(stat -c '%u %a' "$cache")" = "0 600" ] || fail "$cache is $(stat -c '%u %a' "$cache")"
+	diff <(tail -n +2 "$cache") <(cgroup_lines) || fail "the saved lines are not the host's cgroup lines"
+	! reads_mountinfo exec "$CID" true || fail "exec read mountinfo with the copy in place"
+	! reads_mountinfo pause "$CID" || fail "pause read mountinfo with the copy in place"
+	brig resume "$CID"
+
+	# A line whose mount id is not the mount's now: read anew, saved anew.
+	sed -i '2s/^[0-9]*/999999/' "$cache"
+	reads_mountinfo exec "$CID" true || fail "a copy that no longer holds was taken"
+	diff <(tail -n +2 "$cache") <(cgroup_lines) || fail "the copy was not saved anew"
+	! reads_mountinfo exec "$CID" true || fail "the new copy was not taken"
+
+	# Another count of hierarchies than /proc/self/cgroup's: read anew.
+	sed -i '1s/ [0-9]*$/ 99/' "$cache"
+	reads_mountinfo exec "$CID" true || fail "a copy of another count of hierarchies was taken"
+
+	# A copy others may write is not taken, and is replaced.
+	chmod 0666 "$cache"
+	reads_mountinfo exec "$CID" true || fail "a copy others may write was taken"
+	[ "$(stat -c '%a' "$cache")" = 600 ] || fail "it was not replaced"
+}
