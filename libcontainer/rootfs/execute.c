@@ -28,7 +28,7 @@ struct run_ctx {
     int root_fd;
     char *dir_path;
     int dir_fd;
-    int null_fd;
+    struct brig_mask_fds mask;
     bool umask_cleared;
     mode_t saved_umask;
 };
@@ -37,7 +37,8 @@ static void run_ctx_release(struct run_ctx *c)
 {
     brig_closep(&c->root_fd);
     brig_closep(&c->dir_fd);
-    brig_closep(&c->null_fd);
+    brig_closep(&c->mask.null_fd);
+    brig_closep(&c->mask.empty_fd);
     free(c->dir_path);
     if (c->umask_cleared)
         umask(c->saved_umask);
@@ -229,7 +230,7 @@ static int run_finish_step(struct run_ctx *c, const struct brig_rootfs_step *s, 
     case BRIG_STEP_READONLY_PATH:
         return brig_rootfs_do_readonly_path(c->root_fd, s->path, err);
     case BRIG_STEP_MASK_PATH:
-        return brig_rootfs_do_mask_path(c->root_fd, s->path, &c->null_fd, err);
+        return brig_rootfs_do_mask_path(c->root_fd, s->path, &c->mask, err);
     case BRIG_STEP_READONLY_DEV:
         if (brig_remount_bind_keeping("/dev", MS_RDONLY, 0) < 0)
             return brig_error_set(err, errno, "remount `/dev` read-only");
@@ -257,7 +258,7 @@ int brig_rootfs_run(const struct brig_rootfs_plan *plan, enum brig_rootfs_phase 
     __attribute__((cleanup(run_ctx_release))) struct run_ctx c = {
         .root_fd = -1,
         .dir_fd = -1,
-        .null_fd = -1,
+        .mask = { -1, -1 },
     };
     /* After pivot_root the container's "/" is the root paths resolve in. */
     if (phase == BRIG_ROOTFS_FINISH && plan->n_steps > 0

@@ -63,7 +63,29 @@ static int open_dev_null(int root_fd, int *null_fd, brig_error_t *err)
     return 0;
 }
 
-int brig_rootfs_do_mask_path(int root_fd, const char *path, int *null_fd, brig_error_t *err)
+/* An empty read-only tmpfs: the directory is there and shows nothing. One
+ * for them all, the first one's bound on the later ones (empty and
+ * read-only, it carries nothing between them): every superblock costs
+ * each memory cgroup of the host a slot in its table of shrinkers. */
+static int mask_dir(int root_fd, const char *path, const char *at, struct brig_mask_fds *fds,
+                    brig_error_t *err)
+{
+    if (fds->empty_fd >= 0) {
+        char empty_at[BRIG_FD_PATH_MAX];
+        brig_fd_path(fds->empty_fd, empty_at);
+        if (mount(empty_at, at, NULL, MS_BIND, NULL) < 0)
+            return brig_error_set(err, errno, "masked path `%s`: bind the empty tmpfs", path);
+        return 0;
+    }
+    if (mount("tmpfs", at, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+        return brig_error_set(err, errno, "masked path `%s`: mount tmpfs", path);
+    /* Reached again by its path: the fd we have is of what it covers. */
+    fds->empty_fd = brig_path_open_in_root(root_fd, path, O_PATH | O_DIRECTORY, 0, err);
+    return fds->empty_fd < 0 ? brig_error_wrap(err, "masked path `%s`", path) : 0;
+}
+
+int brig_rootfs_do_mask_path(int root_fd, const char *path, struct brig_mask_fds *fds,
+                             brig_error_t *err)
 {
     cleanup_close int fd = -1;
     int r = open_if_exists(root_fd, path, &fd, err);
@@ -74,16 +96,12 @@ int brig_rootfs_do_mask_path(int root_fd, const char *path, int *null_fd, brig_e
         return brig_error_set(err, errno, "masked path `%s`", path);
     char at[BRIG_FD_PATH_MAX];
     brig_fd_path(fd, at);
-    if (S_ISDIR(st.st_mode)) {
-        /* An empty read-only tmpfs: the directory is there and shows nothing. */
-        if (mount("tmpfs", at, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
-            return brig_error_set(err, errno, "masked path `%s`: mount tmpfs", path);
-        return 0;
-    }
-    if (open_dev_null(root_fd, null_fd, err) < 0)
+    if (S_ISDIR(st.st_mode))
+        return mask_dir(root_fd, path, at, fds, err);
+    if (open_dev_null(root_fd, &fds->null_fd, err) < 0)
         return brig_error_wrap(err, "masked path `%s`", path);
     char null_at[BRIG_FD_PATH_MAX];
-    brig_fd_path(*null_fd, null_at);
+    brig_fd_path(fds->null_fd, null_at);
     if (mount(null_at, at, NULL, MS_BIND, NULL) < 0)
         return brig_error_set(err, errno, "masked path `%s`: bind /dev/null", path);
     return 0;

@@ -33,8 +33,16 @@ int brig_rootfs_do_dev_shm(int dir_fd, const char *name, const struct brig_rootf
 
 /* masked_paths.c: after pivot_root, with root_fd the container's "/".
  * A path that does not exist is skipped (the lists name paths only some
- * kernels have). *null_fd caches the container's /dev/null (-1 at first). */
+ * kernels have). */
 int brig_rootfs_do_readonly_path(int root_fd, const char *path, brig_error_t *err);
-int brig_rootfs_do_mask_path(int root_fd, const char *path, int *null_fd, brig_error_t *err);
+/* What masking keeps from one path to the next (-1 until found): the
+ * container's /dev/null, and the empty tmpfs of the first masked
+ * directory, which every later one binds. */
+struct brig_mask_fds {
+    int null_fd;
+    int empty_fd;
+};
+int brig_rootfs_do_mask_path(int root_fd, const char *path, struct brig_mask_fds *fds,
+                             brig_error_t *err);
 
 #endif

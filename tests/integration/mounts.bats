@@ -134,6 +134,22 @@ teardown() {
 	[ "$(cat "$ROOTFS/etc/secret-file")" = hidden ]
 }
 
+@test "masked directories are one empty read-only tmpfs, bound on each" {
+	mkdir -p "$ROOTFS/secret-a" "$ROOTFS/secret-b"
+	echo hidden >"$ROOTFS/secret-a/inside"
+	echo hidden >"$ROOTFS/secret-b/inside"
+	update_config '.root.readonly = false | .linux.maskedPaths += ["/secret-a", "/secret-b"]'
+	set_args sh -c 'for d in /secret-a /secret-b; do echo "[$(ls -A $d)]"; touch $d/x 2>/dev/null && echo writable; done; awk '"'"'$5 == "/secret-a" || $5 == "/secret-b" { print $3, $9 }'"'"' /proc/self/mountinfo'
+	run brig run "$CID"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "[]" ]
+	[ "${lines[1]}" = "[]" ]
+	# One superblock for both: each costs every memory cgroup of the host.
+	[ "${#lines[@]}" = 4 ] || fail "$output"
+	[ "${lines[2]}" = "${lines[3]}" ] || fail "two superblocks: $output"
+	[ "${lines[2]#* }" = tmpfs ] || fail "not a tmpfs: $output"
+}
+
 @test "writes to a masked file do not reach it" {
 	echo hidden >"$ROOTFS/etc/secret-file"
 	update_config '.root.readonly = false | .linux.maskedPaths += ["/etc/secret-file"]'
