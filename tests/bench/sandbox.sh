@@ -341,18 +341,26 @@ done
 
 # ---------------------------------------------------------------- idle ----
 
-# mem_kb: "AVAILABLE ACCOUNTED" with caches dropped. MemAvailable is what
-# the issue measures, but on a host whose other tenants come and go it
-# swings by MiBs; ACCOUNTED adds up what the kernel holds for processes
-# and kernel objects (slab, stacks, page tables, per-CPU, vmalloc, anon,
+# mem_kb: "AVAILABLE ACCOUNTED" with caches dropped, once settled (two
+# readings a second apart within 2 MiB: writeback that is still going
+# pins pages for a while). MemAvailable is what the issue measures, but
+# on a host whose other tenants come and go it swings by MiBs; ACCOUNTED
+# adds up what the kernel holds for processes and kernel objects (slab,
+# page tables, per-CPU, vmalloc with the kernel stacks in it, anon,
 # shmem, buffers), which only the sandboxes move.
 mem_kb() {
-	sync
-	echo 3 >/proc/sys/vm/drop_caches
-	sleep 1
-	awk '/^MemAvailable:/ { a = $2 }
-		/^(Slab|KernelStack|PageTables|Percpu|VmallocUsed|AnonPages|Shmem|Buffers):/ { s += $2 }
-		END { print a, s }' /proc/meminfo
+	local prev=-1 now k
+	for ((k = 0; k < 15; k++)); do
+		sync
+		echo 3 >/proc/sys/vm/drop_caches
+		sleep 1
+		now=$(awk '/^MemAvailable:/ { a = $2 }
+			/^(Slab|PageTables|Percpu|VmallocUsed|AnonPages|Shmem|Buffers):/ { s += $2 }
+			END { print a, s }' /proc/meminfo)
+		((prev >= 0 && ${now% *} - prev < 2048 && prev - ${now% *} < 2048)) && break
+		prev=${now% *}
+	done
+	echo "$now"
 }
 bundles() { # RT PREFIX N: bundles PREFIX-0 .. PREFIX-(N-1), for runc and runsc
 	local k
