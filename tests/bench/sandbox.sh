@@ -182,6 +182,17 @@ rm_sb() { # RT ID
 }
 export BRIG RUNC RUNSC states work tree
 
+# clear_cgroups PREFIX: the empty cgroups a runtime left behind for the
+# sandboxes PREFIX* (runsc's delete leaves its /ID in every hierarchy):
+# each memory cgroup left would weigh on every later figure.
+clear_cgroups() {
+	local d
+	for d in /sys/fs/cgroup/"$1"* /sys/fs/cgroup/*/"$1"*; do
+		[ -d "$d" ] && { rmdir "$d" 2>/dev/null || true; }
+	done
+	return 0
+}
+
 probe() { # RT [ID]: it can start a sandbox and exec into it
 	local id=${2:-probe-$1} rc=0
 	[ "$1" = brig ] || bundle "$id"
@@ -272,6 +283,9 @@ for ((i = 0; i < READY_N; i++)); do
 		timed "rm.$r" "${CMD[@]}"
 	done
 done
+for r in "${runtimes[@]}"; do
+	clear_cgroups "ready-$r-"
+done
 
 # ---------------------------------------------------------------- exec ----
 
@@ -337,6 +351,7 @@ for ((i = 0; i < WORK_N; i++)); do
 done
 for r in "${runtimes[@]}"; do
 	rm_sb "$r" "exec-$r" >/dev/null 2>>"$log" || true
+	clear_cgroups "exec-$r"
 done
 
 # ---------------------------------------------------------------- idle ----
@@ -384,6 +399,7 @@ for r in "${runtimes[@]}"; do
 	for ((k = 0; k < IDLE_N; k++)); do
 		rm_sb "$r" "idle-$r-$k" >/dev/null 2>>"$log" || true
 	done
+	clear_cgroups "idle-$r-"
 done
 
 # ------------------------------------------------------------- density ----
@@ -431,6 +447,7 @@ for r in "${runtimes[@]}"; do
 	for ((k = 0; k < n; k++)); do
 		echo "d-$r-$k"
 	done | xargs -P $((4 * PARALLEL)) -I{} bash -c "$sh_prelude; rm_sb $r {} >/dev/null 2>&1" || true
+	clear_cgroups "d-$r-"
 done
 
 # -------------------------------------------------------------- report ----
