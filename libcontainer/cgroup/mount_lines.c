@@ -2,10 +2,11 @@
 /* The host's cgroup mounts as lines of /proc/self/mountinfo, without the
  * kernel writing out the whole table where a saved copy still holds.
  *
- * Every sandbox adds two mounts to the host's table (its tree and its
- * data), and a read of mountinfo prints every mount: with a thousand
- * sandboxes, some 2000 lines for each create, exec and delete that needs
- * only the ten cgroup ones, so each costs more the more there are. The
+ * Containers whose root or data are mounts of their own (an id-mapped
+ * tree, a disk image) add them to the host's table, and a read of
+ * mountinfo prints every mount: with a thousand such containers, some
+ * 2000 lines for each create, exec and delete that needs only the ten
+ * cgroup ones, so each costs more the more containers there are. The
  * cgroup lines are kept in BRIG_CGROUP_MOUNTS_CACHE and taken from there
  * while every one of them still names the mount at its mount point
  * (statx's mount id and device agree with the line) and
