@@ -480,14 +480,21 @@ use_host_usr() {
 
 # ------------------------------------------------------------ sandboxes ----
 
-# sandbox_file_env: in a sandbox file's setup_file, a state root (SB_ROOT)
-# and a sandbox home (BRIG_SANDBOX_DIR) of the file's own, brig-init beside
-# $BRIG unless BRIG_INIT names one, and bats's temp dirs (0700) made
-# searchable: a sandbox's root, in its own user namespace, must reach its
-# tree and data in the home below them.
+# sandbox_file_env: in a sandbox file's setup_file, a state root (SB_ROOT),
+# a sandbox home (BRIG_SANDBOX_DIR) and a packages proxy's directory and log
+# (BRIG_EGRESS_DIR, BRIG_EGRESS_LOG, unless the file chose its own) of the
+# file's own, brig-init beside $BRIG unless BRIG_INIT names one, and bats's
+# temp dirs (0700) made searchable: a sandbox's root, in its own user
+# namespace, must reach its tree and data in the home below them. The
+# file's teardown_file stops its proxy (stop_file_proxies): none is left
+# running on the host after the tests.
 sandbox_file_env() {
 	export SB_ROOT=$BATS_FILE_TMPDIR/state
 	export BRIG_SANDBOX_DIR=$BATS_FILE_TMPDIR/sandboxes
+	if [ -z "${BRIG_EGRESS_DIR:-}" ]; then
+		export BRIG_EGRESS_DIR=$BATS_FILE_TMPDIR/egress
+		export BRIG_EGRESS_LOG=$BATS_FILE_TMPDIR/egress.log
+	fi
 	chmod a+x "$BATS_RUN_TMPDIR" "$BATS_RUN_TMPDIR/file" "$BATS_FILE_TMPDIR"
 	if [ -z "${BRIG_INIT:-}" ]; then
 		export BRIG_INIT

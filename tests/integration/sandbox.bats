@@ -36,6 +36,7 @@ teardown_file() {
 	for id in s1 s2; do
 		"$BRIG" --root "$SB_ROOT" sandbox rm "$id" >/dev/null 2>&1 || true
 	done
+	stop_file_proxies
 }
 
 setup() {

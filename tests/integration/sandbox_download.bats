@@ -84,6 +84,7 @@ teardown_file() {
 		"$BRIG" --root "$SB_ROOT" sandbox rm "$id" >/dev/null 2>&1 || true
 	done
 	kill "$(cat "$BATS_FILE_TMPDIR/www.pid")" 2>/dev/null || true
+	stop_file_proxies
 }
 
 setup() {

@@ -15,6 +15,10 @@ setup_file() {
 	export BRIG_IDRANGE_DIR=$BATS_FILE_TMPDIR/idranges
 }
 
+teardown_file() {
+	stop_file_proxies
+}
+
 setup() {
 	ROOT=$SB_ROOT
 	MARK=none

@@ -26,6 +26,7 @@ teardown_file() {
 		"$BRIG" --root "$SB_ROOT" sandbox rm "$id" >/dev/null 2>&1 || true
 	done
 	umount "$BATS_FILE_TMPDIR/ship" 2>/dev/null || true
+	stop_file_proxies
 }
 
 setup() {

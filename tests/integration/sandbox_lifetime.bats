@@ -33,6 +33,7 @@ teardown_file() {
 	done
 	pid=$(reaper_pid)
 	[ -z "$pid" ] || kill "$pid"
+	stop_file_proxies
 }
 
 setup() {

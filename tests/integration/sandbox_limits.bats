@@ -27,6 +27,7 @@ teardown_file() {
 		"$BRIG" --root "$SB_ROOT" sandbox rm "$id" >/dev/null 2>&1 || true
 	done
 	stop_lxcfs
+	stop_file_proxies
 }
 
 setup() {

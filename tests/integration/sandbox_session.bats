@@ -22,6 +22,7 @@ setup_file() {
 teardown_file() {
 	[ -n "${SB_ROOT:-}" ] || return 0
 	"$BRIG" --root "$SB_ROOT" sandbox rm "$SX" >/dev/null 2>&1 || true
+	stop_file_proxies
 }
 
 setup() {

@@ -56,6 +56,7 @@ teardown_file() {
 	# `system reset`, which would touch the host's networks too).
 	tpl_podman rmi -a -f >/dev/null 2>&1 || true
 	rm -rf "$BATS_FILE_TMPDIR/podman" "$BATS_FILE_TMPDIR/podman-run"
+	stop_file_proxies
 }
 
 setup() {

@@ -32,6 +32,7 @@ teardown_file() {
 	for id in u1 u2; do
 		"$BRIG" --root "$SB_ROOT" sandbox rm "$id" >/dev/null 2>&1 || true
 	done
+	stop_file_proxies
 }
 
 setup() {
