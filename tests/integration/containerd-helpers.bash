@@ -42,7 +42,10 @@ containerd_start() {
 	EOF
 	[ -z "$plugins" ] || cat "$plugins" >>"$CTRD_DIR/config.toml"
 	# The shim is looked up on PATH, as containerd does for any runtime.
-	PATH="$SHIM_DIR:$PATH" setsid containerd --config "$CTRD_DIR/config.toml" \
+	# A sandboxed task's packages proxy is this containerd's own, stopped
+	# with it (containerd_stop).
+	PATH="$SHIM_DIR:$PATH" BRIG_EGRESS_DIR="$CTRD_DIR/egress" BRIG_EGRESS_LOG="$CTRD_DIR/egress.log" \
+		setsid containerd --config "$CTRD_DIR/config.toml" \
 		>>"$CTRD_DIR/containerd.log" 2>&1 </dev/null &
 	CTRD_PID=$!
 	echo "$CTRD_PID" >"$CTRD_DIR/containerd.pid"
@@ -90,6 +93,7 @@ containerd_stop() {
 		sleep 0.1
 	done
 	kill -KILL "$pid" 2>/dev/null || true
+	BRIG_EGRESS_LOG=$CTRD_DIR/egress.log stop_file_proxies
 	# Snapshots are overlay mounts under the root: unmount before removal.
 	grep -o " $CTRD_DIR/[^ ]*" /proc/self/mounts | sort -r | while read -r m; do
 		umount -l "$m" 2>/dev/null
