@@ -183,12 +183,19 @@ rm_sb() { # RT ID
 export BRIG RUNC RUNSC states work tree
 
 # clear_cgroups PREFIX: the empty cgroups a runtime left behind for the
-# sandboxes PREFIX* (runsc's delete leaves its /ID in every hierarchy):
-# each memory cgroup left would weigh on every later figure.
+# sandboxes PREFIX* (runsc's delete leaves its /ID in every hierarchy,
+# and its processes may still be on their way out): each memory cgroup
+# left would weigh on every later figure. Tried again for up to 30 s.
 clear_cgroups() {
-	local d
-	for d in /sys/fs/cgroup/"$1"* /sys/fs/cgroup/*/"$1"*; do
-		[ -d "$d" ] && { rmdir "$d" 2>/dev/null || true; }
+	local d k left
+	for ((k = 0; k < 60; k++)); do
+		left=0
+		for d in /sys/fs/cgroup/"$1"* /sys/fs/cgroup/*/"$1"*; do
+			[ -d "$d" ] || continue
+			rmdir "$d" 2>/dev/null || left=1
+		done
+		((left)) || return 0
+		sleep 0.5
 	done
 	return 0
 }
