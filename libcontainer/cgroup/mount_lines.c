@@ -138,14 +138,12 @@ static int read_mountinfo(char **out, brig_error_t *err)
     char *w = all;
     for (char *line = all; *line;) {
         size_t len = strcspn(line, "\n");
-        bool keep = is_cgroup_line(line, len);
-        char *next = line + len + (line[len] == '\n');
-        if (keep) {
-            memmove(w, line, len);
-            w += len;
-            *w++ = '\n';
+        size_t whole = len + (line[len] == '\n'); /* with its newline */
+        if (is_cgroup_line(line, len)) {
+            memmove(w, line, whole);
+            w += whole;
         }
-        line = next;
+        line += whole;
     }
     *w = '\0';
     *out = brig_steal_ptr(all);
