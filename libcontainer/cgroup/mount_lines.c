@@ -54,7 +54,8 @@ static long count_hierarchies(void)
         return -1;
     }
     long n = 0;
-    for (char *line = text; *line; line += strcspn(line, "\n") + (line[strcspn(line, "\n")] != 0))
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
         n += strncmp(line, "0:", 2) != 0 && strchr(line, ':') != NULL;
     return n;
 }

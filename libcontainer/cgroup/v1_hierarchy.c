@@ -1,7 +1,8 @@
 #define _GNU_SOURCE
 /* The host's cgroup v1 hierarchies (and a hybrid host's v2 tree), from
- * the cgroup lines of /proc/self/mountinfo (mount_lines.c), with the caller's own cgroup in each
- * from /proc/self/cgroup. Found once per process. */
+ * the cgroup lines of /proc/self/mountinfo (mount_lines.c), with the
+ * caller's own cgroup in each from /proc/self/cgroup. Found once per
+ * process. */
 #include "cgroup/backend.h"
 
 #include <errno.h>

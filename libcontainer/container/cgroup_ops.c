@@ -21,11 +21,12 @@ static int open_with_cgroup(const char *root, const char *id, struct brig_state 
         close(root_fd);
     if (dir_fd < 0)
         return -1;
-    *status = brig_state_status(dir_fd, st);
     if (*st->cgroup_path == '\0')
         return brig_error_set(err, 0, "container `%s` has no cgroup managed by brig", id);
     if (brig_cgroup_open(st->cgroup_path, cg, err) < 0)
         return -1;
+    /* The freezer's word from the cgroup opened here, not opened again. */
+    *status = brig_state_status_in(dir_fd, st, cg);
     *out = brig_steal_ptr(st);
     return brig_steal_fd(dir_fd);
 }
@@ -40,7 +41,7 @@ static int with_cgroup(const char *root, const char *id,
     cleanup_close int dir_fd = -1;
     cleanup_state struct brig_state *st = NULL;
     cleanup_cgroup struct brig_cgroup cg = BRIG_CGROUP_INIT;
-    enum brig_status status;
+    enum brig_status status = BRIG_STATUS_STOPPED; /* set by open_with_cgroup */
     dir_fd = open_with_cgroup(root, id, &st, &status, &cg, err);
     if (dir_fd < 0)
         return -1;

@@ -18,10 +18,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
