@@ -19,8 +19,10 @@
 #include "base/cleanup.h"
 #include "base/utils.h"
 #include "container/container.h"
+#include "sandbox/exec_port.h"
 #include "sandbox/lifetime.h"
 #include "sandbox/profile.h"
+#include "sandbox/sandbox.h"
 #include "spec/spec.h"
 
 #define WHAT "sandbox exec"
@@ -106,12 +108,37 @@ static int start(const struct brig_sandbox_exec_options *o, struct brig_opened_c
     return brig_container_exec(&eo, pid, err);
 }
 
+/* Through the init's port when the sandbox has one and the exec needs
+ * nothing the init can't give (a terminal, a user to check): 1 when it
+ * can't, and the caller goes the classic way. */
+static int start_at_port(const struct brig_sandbox_exec_options *o,
+                         const struct brig_opened_container *c, struct brig_sandbox_exec *ex,
+                         brig_error_t *err)
+{
+    if (o->tty || o->user)
+        return 1;
+    struct brig_strv forced = { 0 };
+    int r = brig_sandbox_port_prepare(c->dir_fd, &forced, err);
+    /* The caller's variables, then those it can't change over them. */
+    size_t n = count(o->env);
+    cleanup_free char **env = r > 0 ? calloc(n + forced.n + 1, sizeof *env) : NULL;
+    if (r > 0 && env == NULL)
+        r = brig_error_set(err, ENOMEM, WHAT);
+    if (r > 0) {
+        memcpy(env, o->env, n * sizeof *env);
+        memcpy(env + n, forced.v, forced.n * sizeof *env);
+        r = brig_sandbox_port_start(c, o->id, o->argv, env, o->cwd, o->stdio, ex, err);
+    }
+    brig_strv_free(&forced);
+    return r;
+}
+
 int brig_sandbox_exec_start(const struct brig_sandbox_exec_options *o, struct brig_sandbox_exec *ex,
                             brig_error_t *err)
 {
     if (check_options(o, err) < 0)
         return -1;
-    ex->pid = -1;
+    *ex = (struct brig_sandbox_exec){ .pid = -1, .pidfd = -1, .port = -1 };
     ex->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 0;
     /* The sandbox's own default, from its lifetime record (none for a
      * sandbox made without one). */
@@ -126,8 +153,12 @@ int brig_sandbox_exec_start(const struct brig_sandbox_exec_options *o, struct br
     cleanup_close int root_fd = -1;
     struct brig_spec *spec = NULL;
     opened.dir_fd = brig_container_open(o->root, o->id, &root_fd, &opened.state, err);
-    int r = opened.dir_fd < 0 ? -1 : brig_container_load_spec(opened.dir_fd, &spec, err);
-    if (r == 0 && (r = start(o, &opened, spec, &ex->pid, err)) < 0) {
+    int r = opened.dir_fd < 0 ? -1 : start_at_port(o, &opened, ex, err);
+    if (r > 0)
+        r = brig_container_load_spec(opened.dir_fd, &spec, err);
+    if (r == 0 && ex->port < 0)
+        r = start(o, &opened, spec, &ex->pid, err);
+    if (r < 0 && opened.dir_fd >= 0) {
         /* The sandbox is there: a command or a cwd it hasn't is what the
          * caller asked for. */
         int e = (*err)->errnum;
@@ -145,36 +176,63 @@ int brig_sandbox_exec_start(const struct brig_sandbox_exec_options *o, struct br
     return 0;
 }
 
-/* The whole process group goes, children included. */
-static void kill_group(pid_t pid)
+void brig_sandbox_exec_kill_group(const struct brig_sandbox_exec *ex)
 {
-    kill(-pid, SIGKILL);
-    kill(pid, SIGKILL);
+    if (ex->port >= 0) {
+        brig_sandbox_port_kill_group(ex);
+        return;
+    }
+    kill(-ex->pid, SIGKILL);
+    kill(ex->pid, SIGKILL);
 }
 
-/* Polls the process's pidfd until it exits, the time is up (timeout_ms
- * 0: never) or hangup_fd (-1: none) reports an error or a hangup. */
-static int wait_exit_or_end(pid_t pid, int timeout_ms, int hangup_fd, bool *timed_out,
-                            brig_error_t *err)
+void brig_sandbox_exec_signal(const struct brig_sandbox_exec *ex, int sig)
 {
-    cleanup_close int pfd = (int) syscall(SYS_pidfd_open, pid, 0);
-    if (pfd < 0)
+    if (ex->pidfd >= 0)
+        syscall(SYS_pidfd_send_signal, ex->pidfd, sig, NULL, 0);
+    else
+        kill(ex->pid, sig);
+}
+
+int brig_sandbox_exec_port_status(const struct brig_sandbox_exec *ex, brig_error_t *err)
+{
+    return brig_sandbox_port_status(ex, err);
+}
+
+void brig_sandbox_exec_release(struct brig_sandbox_exec *ex)
+{
+    if (ex->pidfd >= 0)
+        close(ex->pidfd);
+    if (ex->port >= 0)
+        close(ex->port);
+    ex->pidfd = ex->port = -1;
+}
+
+/* Polls until the process exits (its pidfd, or the init's port says
+ * so), the time is up (timeout_ms 0: never) or hangup_fd (-1: none)
+ * reports an error or a hangup. */
+static int wait_exit_or_end(const struct brig_sandbox_exec *ex, int timeout_ms, int hangup_fd,
+                            bool *timed_out, brig_error_t *err)
+{
+    cleanup_close int pfd = ex->port >= 0 ? -1 : (int) syscall(SYS_pidfd_open, ex->pid, 0);
+    if (ex->port < 0 && pfd < 0)
         return brig_error_set(err, errno, WHAT ": pidfd_open");
     struct timespec deadline;
     brig_deadline_in(&deadline, timeout_ms);
     for (;;) {
-        struct pollfd p[2] = { { .fd = pfd, .events = POLLIN }, { .fd = hangup_fd } };
+        struct pollfd p[2] = { { .fd = ex->port >= 0 ? ex->port : pfd, .events = POLLIN },
+                               { .fd = hangup_fd } };
         int r = poll(p, hangup_fd >= 0 ? 2 : 1, timeout_ms > 0 ? brig_ms_until(&deadline) : -1);
         if (r < 0 && errno != EINTR)
             return brig_error_set(err, errno, WHAT ": poll");
         if (r > 0 && p[0].revents)
             return 0;
         if (r > 0 && (p[1].revents & (POLLERR | POLLHUP | POLLNVAL))) {
-            kill_group(pid);
+            brig_sandbox_exec_kill_group(ex);
             return 0;
         }
         if (r == 0) {
-            kill_group(pid);
+            brig_sandbox_exec_kill_group(ex);
             *timed_out = true;
             return 0;
         }
@@ -186,13 +244,18 @@ int brig_sandbox_exec_wait(const struct brig_sandbox_exec *ex, int hangup_fd, bo
 {
     *timed_out = false;
     if ((ex->timeout_ms > 0 || hangup_fd >= 0)
-        && wait_exit_or_end(ex->pid, ex->timeout_ms, hangup_fd, timed_out, err) < 0)
+        && wait_exit_or_end(ex, ex->timeout_ms, hangup_fd, timed_out, err) < 0)
         return -1;
-    int w;
-    while (waitpid(ex->pid, &w, 0) < 0)
-        if (errno != EINTR)
-            return brig_error_set(err, errno, WHAT ": wait for %d", (int) ex->pid);
-    if (*timed_out)
-        return 124;
-    return WIFEXITED(w) ? WEXITSTATUS(w) : 128 + WTERMSIG(w);
+    int status;
+    if (ex->port >= 0) {
+        if ((status = brig_sandbox_port_status(ex, err)) < 0)
+            return -1;
+    } else {
+        int w;
+        while (waitpid(ex->pid, &w, 0) < 0)
+            if (errno != EINTR)
+                return brig_error_set(err, errno, WHAT ": wait for %d", (int) ex->pid);
+        status = WIFEXITED(w) ? WEXITSTATUS(w) : 128 + WTERMSIG(w);
+    }
+    return *timed_out ? 124 : status;
 }

@@ -33,15 +33,24 @@ struct brig_sandbox_exec_options {
     int timeout_ms;
 };
 
+/* A process started either of two ways. Without a terminal or a `user`,
+ * the sandbox's init starts it (exec_port.h): it is the init's child,
+ * `pidfd` and `port` are set, and the end is `port` becoming readable.
+ * Otherwise (or for a sandbox whose init has no port) the classic way:
+ * `pid` is the caller's child, or an orphan it adopts as subreaper, and
+ * pidfd and port are -1. */
 struct brig_sandbox_exec {
-    pid_t pid;      /* the process, a child (or an orphan the caller adopts as subreaper) */
+    pid_t pid;      /* as the host sees it */
     int timeout_ms; /* what the caller must enforce: 0 for none */
+    int pidfd;      /* the init's child: signals go through it */
+    int port;       /* the init's child: its exit status comes here */
 };
 
 /* Checks the options (an unknown user, a relative cwd, an empty argv are
  * errors in the user's words: "sandbox exec: ..."), then starts the
  * process. The caller must be a subreaper (prctl PR_SET_CHILD_SUBREAPER)
- * to wait for it. */
+ * to wait for one started the classic way. brig_sandbox_exec_release
+ * closes what a started one holds. */
 int brig_sandbox_exec_start(const struct brig_sandbox_exec_options *o, struct brig_sandbox_exec *ex,
                             brig_error_t *err);
 
@@ -53,5 +62,13 @@ int brig_sandbox_exec_start(const struct brig_sandbox_exec_options *o, struct br
  * (128+N for signal N), or -1 with *err. */
 int brig_sandbox_exec_wait(const struct brig_sandbox_exec *ex, int hangup_fd, bool *timed_out,
                            brig_error_t *err);
+
+/* For a caller that waits itself: `sig` to the process; SIGKILL to its
+ * whole process group; the status of one the init started once its
+ * `port` is readable (as brig_sandbox_exec_wait returns it). */
+void brig_sandbox_exec_signal(const struct brig_sandbox_exec *ex, int sig);
+void brig_sandbox_exec_kill_group(const struct brig_sandbox_exec *ex);
+int brig_sandbox_exec_port_status(const struct brig_sandbox_exec *ex, brig_error_t *err);
+void brig_sandbox_exec_release(struct brig_sandbox_exec *ex);
 
 #endif

@@ -404,6 +404,22 @@ static int sandbox_exec_process(int dir_fd, const struct brig_spec *spec, struct
     return r < 0 ? -1 : 0;
 }
 
+int brig_sandbox_port_prepare(int dir_fd, struct brig_strv *forced, brig_error_t *err)
+{
+    struct brig_profile_settings s;
+    int r = read_settings(dir_fd, PROFILE_FILE, &s, err);
+    if (r > 0 && (s.pod || !s.detached_init))
+        r = 0;
+    if (r > 0 && brig_profile_exec_forced_env(&s, forced) < 0)
+        r = brig_error_set(err, ENOMEM, "sandbox profile");
+    char dir[PATH_MAX];
+    if (r > 0 && brig_profile_on_packages(&s)
+        && (state_dir_of(dir_fd, dir, sizeof dir, err) < 0 || brig_egress_relisten(dir, err) < 0))
+        r = -1;
+    brig_profile_settings_clear(&s);
+    return r;
+}
+
 static bool is_dir_of(int dir_fd, const char *path);
 
 /* The packages-only network: the proxy listening in the sandbox's network

@@ -400,6 +400,11 @@ static int wire_proxy(struct brig_strv *env, const struct brig_profile_settings 
     return 0;
 }
 
+int brig_profile_exec_forced_env(const struct brig_profile_settings *s, struct brig_strv *env)
+{
+    return wire_allocator(env, s) < 0 || wire_proxy(env, s) < 0 ? -1 : 0;
+}
+
 void brig_profile_user(const struct brig_profile_settings *s, uint32_t *uid, uint32_t *gid)
 {
     *uid = s->user_uid > 0 ? (uint32_t) s->user_uid : BRIG_SANDBOX_UID;
@@ -433,9 +438,10 @@ static int apply_process(struct brig_process *p, const struct brig_profile_setti
         || wire_allocator(&p->env, s) < 0 || wire_proxy(&p->env, s) < 0)
         return -1;
     /* brig-init in front: PID 1 reaps and supervises; with a command it
-     * exits with it, without one it stays up (brig sandbox). */
+     * exits with it, without one it stays up (brig sandbox) and starts
+     * the execs (exec_port.h). */
     static const char *const with_command[] = { BRIG_SANDBOX_INIT, "--", NULL };
-    static const char *const detached[] = { BRIG_SANDBOX_INIT, NULL };
+    static const char *const detached[] = { BRIG_SANDBOX_INIT, "--exec-port", NULL };
     if (s->detached_init) {
         brig_strv_free(&p->args);
         p->args = (struct brig_strv){ 0 };

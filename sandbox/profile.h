@@ -132,6 +132,11 @@ int brig_profile_apply_userns(struct brig_spec *spec, const struct brig_profile_
 int brig_profile_apply(struct brig_spec *spec, const struct brig_profile_settings *s,
                        struct brig_seccomp *seccomp, brig_error_t *err);
 
+/* The part of an exec's environment its caller can't change (the
+ * allocator's and the proxy's variables), set in env as
+ * brig_profile_impose_exec sets it. -1: out of memory. */
+int brig_profile_exec_forced_env(const struct brig_profile_settings *s, struct brig_strv *env);
+
 /* A process that enters a running sandbox (exec, whoever asks): the
  * sandbox's user, no capabilities, no_new_privs, the init's rlimits and
  * LSM labels, the allocator's environment; its args, cwd, terminal and

@@ -36,6 +36,13 @@ int brig_sandbox_prepare(struct brig_create_options *o, const char *profile,
 int brig_sandbox_settings_read(const char *root, const char *id, struct brig_profile_settings *s,
                                brig_error_t *err);
 
+/* Before an exec through the init's port (exec_port.h), in the sandbox's
+ * state dir: 1 with the environment the exec can't change put in
+ * *forced, and a packages proxy that died started again, as every exec
+ * does; 0 when the sandbox has no such port (a pod's container, an init
+ * that runs a command). */
+int brig_sandbox_port_prepare(int dir_fd, struct brig_strv *forced, brig_error_t *err);
+
 /* Sets the knob `key` (data-size, memory, pids, cpus, network, userns,
  * malloc-conf, template (template.h: its tree, user and defaults); with
  * `paths` also rootfs, services, and a network namespace's path for

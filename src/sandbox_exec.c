@@ -2,11 +2,14 @@
 /* `brig sandbox exec`: the flags read, sandbox/exec.h runs the process,
  * and the foreground wait of `brig exec` forwards signals and relays the
  * terminal. */
+#include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include "brig.h"
@@ -90,6 +93,43 @@ static int parse_exec(int argc, char **argv, struct brig_sandbox_exec_options *o
     return BRIG_CLI_GO_ON;
 }
 
+/* A process the sandbox's init started: the signals brig gets go to it,
+ * its status comes from the init. */
+static int wait_at_port(const struct brig_sandbox_exec *ex)
+{
+    sigset_t forwarded;
+    brig_forwarded_signals(&forwarded);
+    cleanup_close int sfd = signalfd(-1, &forwarded, SFD_CLOEXEC);
+    if (sfd < 0)
+        return brig_fail_msg("sandbox exec: signalfd: %s", strerror(errno));
+    struct timespec deadline;
+    brig_deadline_in(&deadline, ex->timeout_ms);
+    bool timed_out = false;
+    for (;;) {
+        struct pollfd p[2] = { { .fd = ex->port, .events = POLLIN },
+                               { .fd = sfd, .events = POLLIN } };
+        int r = poll(p, 2, ex->timeout_ms > 0 && !timed_out ? brig_ms_until(&deadline) : -1);
+        if (r < 0 && errno != EINTR)
+            return brig_fail_msg("sandbox exec: poll: %s", strerror(errno));
+        if (r == 0) {
+            brig_sandbox_exec_kill_group(ex);
+            timed_out = true;
+        }
+        if (r <= 0)
+            continue;
+        if (p[0].revents)
+            break;
+        struct signalfd_siginfo si;
+        if (read(sfd, &si, sizeof si) == (ssize_t) sizeof si && si.ssi_signo != SIGCHLD)
+            brig_sandbox_exec_signal(ex, (int) si.ssi_signo);
+    }
+    brig_error_t err = NULL;
+    int status = brig_sandbox_exec_port_status(ex, &err);
+    if (status < 0)
+        return brig_fail(&err);
+    return timed_out ? 124 : status;
+}
+
 int sandbox_cmd_exec(int argc, char **argv)
 {
     cleanup_free char **env = calloc((size_t) argc + 1, sizeof *env);
@@ -112,7 +152,9 @@ int sandbox_cmd_exec(int argc, char **argv)
     brig_error_t err = NULL;
     if (brig_sandbox_exec_start(&o, &ex, &err) < 0)
         return brig_fail(&err);
-    int status = brig_wait_foreground(ex.pid, master, ex.timeout_ms, NULL);
+    int status = ex.port >= 0 ? wait_at_port(&ex)
+                              : brig_wait_foreground(ex.pid, master, ex.timeout_ms, NULL);
+    brig_sandbox_exec_release(&ex);
     if (master >= 0)
         close(master);
     return status;

@@ -28,4 +28,14 @@ int brig_fd_send(int sock, const void *data, size_t len, int fd);
  * received, 0 when the peer closed its end. */
 ssize_t brig_fd_recvmsg(int sock, struct iovec *iov, size_t iovlen, int *fd);
 
+/* The same with up to BRIG_FDS_MAX fds: brig_fds_sendmsg attaches
+ * fds[0..n_fds) to the message; brig_fds_recvmsg (flags: MSG_DONTWAIT or
+ * 0) puts those that came in fds, close-on-exec, and their count in
+ * *n_fds. */
+#define BRIG_FDS_MAX 4
+ssize_t brig_fds_sendmsg(int sock, const struct iovec *iov, size_t iovlen, const int *fds,
+                         size_t n_fds);
+ssize_t brig_fds_recvmsg(int sock, struct iovec *iov, size_t iovlen, int flags, int *fds,
+                         size_t max_fds, size_t *n_fds);
+
 #endif

@@ -420,3 +420,15 @@ char *brig_find_program(const char *name, const char *const *also)
         found = executable_in(also[i], name);
     return found;
 }
+
+bool brig_is_executable_file(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) < 0)
+        return false;
+    if (!S_ISREG(st.st_mode)) {
+        errno = EACCES;
+        return false;
+    }
+    return access(path, X_OK) == 0;
+}

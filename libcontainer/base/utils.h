@@ -77,4 +77,8 @@ void brig_close_fds_except(int first_fd, const int *keep, size_t n);
  * NULL when there is none. */
 char *brig_find_program(const char *name, const char *const *also);
 
+/* A regular file this process may execute; false with errno set
+ * (EACCES for anything but a regular file). */
+bool brig_is_executable_file(const char *path);
+
 #endif

@@ -49,6 +49,25 @@ static int init_pidfd(const struct brig_state *st)
     return fd;
 }
 
+int brig_container_init_pidfd(const struct brig_opened_container *c, const char *id,
+                              brig_error_t *err)
+{
+    enum brig_status status = brig_state_status_in(c->dir_fd, c->state, NULL);
+    if (status == BRIG_STATUS_PAUSED) {
+        brig_error_set(err, 0, "cannot exec in container `%s`: it is paused", id);
+        (*err)->errnum = BRIG_E_STATE;
+        return -1;
+    }
+    if (status == BRIG_STATUS_CREATED)
+        return -2;
+    int fd = status == BRIG_STATUS_RUNNING ? init_pidfd(c->state) : -1;
+    if (fd < 0)
+        return brig_error_kind(err, ESRCH, "cannot exec in container `%s`: it is %s", id,
+                               brig_status_name(status == BRIG_STATUS_RUNNING ? BRIG_STATUS_STOPPED
+                                                                              : status));
+    return fd;
+}
+
 static bool wait_pidfd(int pidfd, int timeout_ms)
 {
     struct pollfd p = { .fd = pidfd, .events = POLLIN };

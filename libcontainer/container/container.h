@@ -118,6 +118,14 @@ struct brig_exec_options {
  * BRIG_E_STATE. */
 int brig_container_exec(const struct brig_exec_options *opts, pid_t *pid, brig_error_t *err);
 
+/* For a layer that starts processes through the container's own init
+ * (a door the init keeps open): brig_container_exec's checks (running,
+ * not paused: the same errors), then a pidfd that pins the init. -2,
+ * with no error, for a created container: its init is not running its
+ * program yet. */
+int brig_container_init_pidfd(const struct brig_opened_container *c, const char *id,
+                              brig_error_t *err);
+
 /* The spec the container was created from (kept in its state dir); *spec
  * is NULL when there is none (a container made by an older brig). */
 int brig_container_load_spec(int dir_fd, struct brig_spec **spec, brig_error_t *err);

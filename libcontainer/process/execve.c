@@ -36,18 +36,6 @@ static const char *env_get(const struct brig_strv *env, const char *name)
     return NULL;
 }
 
-static bool is_executable(const char *path)
-{
-    struct stat st;
-    if (stat(path, &st) < 0)
-        return false;
-    if (!S_ISREG(st.st_mode)) {
-        errno = EACCES;
-        return false;
-    }
-    return access(path, X_OK) == 0;
-}
-
 /* In the words Go's runtime would use: Docker and containerd look for
  * "no such file or directory" and "permission denied" in a runtime's
  * error to exit 127 or 126, as runc's say them. */
@@ -69,7 +57,7 @@ int brig_process_find_executable(const struct brig_process *p, char **out, brig_
 {
     const char *arg0 = p->args.v[0];
     if (strchr(arg0, '/')) {
-        if (!is_executable(arg0))
+        if (!brig_is_executable_file(arg0))
             return not_executable(arg0, errno, err);
         return (*out = strdup(arg0)) ? 0 : brig_error_set(err, ENOMEM, "exec");
     }
@@ -83,7 +71,7 @@ int brig_process_find_executable(const struct brig_process *p, char **out, brig_
         if (snprintf(candidate, sizeof candidate, "%s/%s", *dir ? dir : ".", arg0)
             >= (int) sizeof candidate)
             continue;
-        if (is_executable(candidate))
+        if (brig_is_executable_file(candidate))
             return (*out = strdup(candidate)) ? 0 : brig_error_set(err, ENOMEM, "exec");
     }
     return brig_error_kind(err, ENOENT, "exec `%s`: executable file not found in $PATH", arg0);

@@ -166,6 +166,7 @@ static int exec_job(int argc, char **argv)
      * it, instead of running on with no one to read it. */
     int status = brig_sandbox_exec_wait(&ex, REPORT_FD, &timed_out, &err);
     brig_error_release(&err);
+    brig_sandbox_exec_release(&ex);
     rp.kind = 'X';
     rp.value = status < 0 ? 255 : status;
     rp.timed_out = timed_out;

@@ -19,12 +19,13 @@
 #include "base/cleanup.h"
 #include "config.h"
 #include "conf.h"
+#include "exec_port.h"
 #include "supervise.h"
 
 #define DEFAULT_CONFIG "/etc/brig/init.conf"
 
 static const char usage[] =
-    "Usage: brig-init [--config FILE] [--grace SECONDS] [--] [COMMAND [ARG...]]\n";
+    "Usage: brig-init [--config FILE] [--grace SECONDS] [--exec-port] [--] [COMMAND [ARG...]]\n";
 
 static const char help[] =
     "A small init for brig sandboxes: reaps zombies, forwards SIGTERM, SIGINT and\n"
@@ -40,6 +41,7 @@ static const char help[] =
     "Options:\n"
     "  -c, --config FILE    services to run (default " DEFAULT_CONFIG " if it exists)\n"
     "  -g, --grace SECONDS  how long services may take to stop before SIGKILL (default 10)\n"
+    "      --exec-port      start processes the host asks for on fd 3 (brig sandbox exec)\n"
     "  -h, --help           this help\n"
     "  -V, --version        print the version\n"
     "\n"
@@ -116,6 +118,7 @@ static void begin_stop(struct init *in, int64_t now)
         return;
     in->stopping = 1;
     in->deadline_ms = now + in->grace_ms;
+    exec_port_close();
     for (size_t i = 0; i < in->n_svcs; i++) {
         struct service *svc = &in->svcs[i];
         if (svc->pid > 0)
@@ -158,6 +161,8 @@ static void reap(struct init *in, int64_t now)
     int status;
     pid_t pid;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        if (exec_port_reaped(pid, status))
+            continue;
         if (pid == in->main_pid) {
             in->main_pid = 0;
             in->main_status = status;
@@ -245,8 +250,9 @@ static void drain_pipes(struct init *in)
 
 static int event_loop(struct init *in, int sfd)
 {
-    struct pollfd *fds = calloc(1 + 2 * in->n_svcs, sizeof *fds);
-    struct service **owner = calloc(1 + 2 * in->n_svcs, sizeof *owner);
+    size_t room = 1 + 2 * in->n_svcs + exec_port_max_pollfds();
+    struct pollfd *fds = calloc(room, sizeof *fds);
+    struct service **owner = calloc(room, sizeof *owner);
     if (!fds || !owner) {
         fprintf(stderr, "brig-init: out of memory\n");
         return -1;
@@ -273,14 +279,18 @@ static int event_loop(struct init *in, int sfd)
                 fds[n++] = (struct pollfd){ .fd = pipes[j], .events = POLLIN };
             }
         }
+        size_t n_pipes = n;
+        n += exec_port_pollfds(fds + n);
         int r = poll(fds, n, next_timeout(in, now));
         if (r < 0 && errno != EINTR) {
             fprintf(stderr, "brig-init: poll: %s\n", strerror(errno));
             break;
         }
-        for (size_t i = 1; r > 0 && i < n; i++)
+        for (size_t i = 1; r > 0 && i < n_pipes; i++)
             if (fds[i].revents)
                 service_pump(owner[i], fds[i].fd);
+        if (r > 0)
+            exec_port_handle(fds + n_pipes, n - n_pipes);
         if (r > 0 && fds[0].revents) {
             struct signalfd_siginfo si;
             while (read(sfd, &si, sizeof si) == sizeof si) {
@@ -359,15 +369,13 @@ static int take_signals(void)
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        { "config", required_argument, NULL, 'c' },
-        { "grace", required_argument, NULL, 'g' },
-        { "help", no_argument, NULL, 'h' },
-        { "version", no_argument, NULL, 'V' },
-        { 0 },
+        { "config", required_argument, NULL, 'c' }, { "grace", required_argument, NULL, 'g' },
+        { "exec-port", no_argument, NULL, 'P' },    { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },      { 0 },
     };
     struct init in = { .grace_ms = 10000 };
     const char *config = DEFAULT_CONFIG;
-    int explicit_config = 0, c;
+    int explicit_config = 0, exec_port = 0, c;
 
     /* '+': options end at COMMAND, whose own options are its business. */
     while ((c = getopt_long(argc, argv, "+c:g:hV", opts, NULL)) != -1) {
@@ -381,6 +389,9 @@ int main(int argc, char **argv)
                 fprintf(stderr, "brig-init: --grace: `%s` is not a number of seconds\n", optarg);
                 return 2;
             }
+            break;
+        case 'P':
+            exec_port = 1;
             break;
         case 'h':
             fputs(usage, stdout);
@@ -396,6 +407,9 @@ int main(int argc, char **argv)
     }
 
     int status = 2;
+    /* First, while fd 3 is free for the host's end. */
+    if (exec_port && exec_port_open() < 0)
+        goto out;
     if (load_services(&in, config, explicit_config) < 0)
         goto out;
 

@@ -73,7 +73,7 @@ stop_bg() {
 @test "brig-init --help prints the usage and exits 0" {
 	run "$INIT" --help
 	[ "$status" -eq 0 ]
-	[[ "${lines[0]}" == "Usage: brig-init [--config FILE] [--grace SECONDS] [--] [COMMAND [ARG...]]" ]]
+	[[ "${lines[0]}" == "Usage: brig-init [--config FILE] [--grace SECONDS] [--exec-port] [--] [COMMAND [ARG...]]" ]]
 	[[ "$output" == *"brig-init(8)"* ]]
 	[ -f "${top_srcdir:-$BATS_TEST_DIRNAME/../..}/man/brig-init.8" ]
 }

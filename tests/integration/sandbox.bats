@@ -125,7 +125,7 @@ l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(); c = socket.create_con
 
 @test "sandbox: brig-init is PID 1 with its services; a crashed service restarts; a zombie is reaped" {
 	run in_s1 'for p in /proc/[0-9]*; do printf "%s %s\n" "${p#/proc/}" "$(tr "\0" " " <$p/cmdline)"; done'
-	echo "$output" | grep -q '^1 /usr/sbin/brig-init $'
+	echo "$output" | grep -q '^1 /usr/sbin/brig-init --exec-port $'
 	echo "$output" | grep -q ' sleep 100000 $'
 	# The crasher exits every half second and is started again.
 	for _ in $(seq 30); do
@@ -160,6 +160,123 @@ MALLOC_CONF=narenas:1,lg_tcache_max:10,dirty_decay_ms:5000,muzzy_decay_ms:5000" 
 	sleep 1
 	run in_s1 'cat /proc/[0-9]*/cmdline 2>/dev/null | tr "\0" " " | grep -c "sleep 100[12]" || true'
 	[ "$output" = 0 ]
+}
+
+# What a process sees of itself, to compare the two ways an exec starts.
+SELF_VIEW='grep -E "^(Uid|Gid|Groups|Cap[A-Za-z]+|NoNewPrivs|Seccomp|Seccomp_filters|SigBlk|SigIgn|SigCgt):" /proc/self/status
+umask; ulimit -a; pwd; env | sort; cat /proc/self/cgroup /proc/self/oom_score_adj
+for n in /proc/self/ns/*; do readlink "$n"; done; ls /proc/self/fd; ps -o pgid= -o sid= -p $$ | awk "{print (\$1 == \$2)}"'
+
+@test "sandbox exec: the init starts the process, which gets what the classic exec gives" {
+	# brig-init (PID 1) is the parent; with --user, the classic way, the
+	# process comes from outside the sandbox's pid namespace (PPID 0).
+	run sb exec s1 -- sh -c 'echo $PPID'
+	[ "$output" = 1 ]
+	run sb exec --user sandbox s1 -- sh -c 'echo $PPID'
+	[ "$output" = 0 ]
+	for opts in "" "--cwd /tmp -e FOO=bar -e PATH=/bin:/usr/bin -e LD_PRELOAD=/x -e HOME=/tmp"; do
+		# shellcheck disable=SC2086 # the options are words
+		port=$(sb exec $opts s1 -- sh -c "$SELF_VIEW")
+		# shellcheck disable=SC2086
+		classic=$(sb exec --user sandbox $opts s1 -- sh -c "$SELF_VIEW")
+		[ "$port" = "$classic" ] || fail "with '$opts': $(diff <(echo "$classic") <(echo "$port"))"
+	done
+	[[ "$port" == *"FOO=bar"* && "$port" == *"PWD=/tmp"* ]]
+	[[ "$port" == *"LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"* ]]
+	[[ "$port" == *"Seccomp:	2"* && "$port" == *"CapEff:	0000000000000000"* ]]
+}
+
+@test "sandbox exec: statuses, a missing command, a bad cwd and stdin, both ways alike" {
+	for way in "" "--user sandbox"; do
+		# shellcheck disable=SC2086
+		run sb exec $way s1 -- sh -c 'exit 7'
+		[ "$status" -eq 7 ]
+		# shellcheck disable=SC2086
+		run sb exec $way s1 -- sh -c 'kill -9 $$'
+		[ "$status" -eq 137 ]
+		# shellcheck disable=SC2086
+		run sb exec $way s1 -- no-such-command
+		[ "$status" -ne 0 ]
+		[ "$output" = "brig: sandbox exec: exec \`no-such-command\`: executable file not found in \$PATH" ]
+		# shellcheck disable=SC2086
+		run sb exec $way --cwd /no/such s1 -- true
+		[ "$status" -ne 0 ]
+		[[ "$output" == "brig: sandbox exec: chdir to cwd \`/no/such\`: "*"No such file or directory" ]]
+		# shellcheck disable=SC2086
+		run bash -c "printf 'in\nput\n' | timeout 60 '$BRIG' --root '$SB_ROOT' sandbox exec $way s1 -- sh -c 'cat; echo err >&2'"
+		[ "$status" -eq 0 ]
+		[ "$output" = "in
+put
+err" ]
+	done
+}
+
+@test "sandbox exec: a signal to brig reaches the process the init started" {
+	in_s1 'rm -f /tmp/trapped'
+	"$BRIG" --root "$SB_ROOT" sandbox exec s1 -- sh -c 'trap "exit 42" TERM; touch /tmp/trapped; while :; do sleep 0.1; done' &
+	pid=$!
+	for _ in $(seq 100); do
+		in_s1 'test -e /tmp/trapped' && break
+		sleep 0.2
+	done
+	kill -TERM "$pid"
+	status=0
+	wait "$pid" || status=$?
+	[ "$status" -eq 42 ]
+}
+
+@test "sandbox exec: the init refuses malformed requests on its port whole, and goes on serving" {
+	pid=$("$BRIG" --root "$SB_ROOT" state s1 | jq -r .pid)
+	# The host's end of the port, taken as brig takes it; each request
+	# carries an answer socket and three stdio fds, or fewer.
+	run python3 - "$pid" <<-'EOF'
+		import ctypes, os, socket, struct, sys
+		libc = ctypes.CDLL(None, use_errno=True)
+		pidfd = os.pidfd_open(int(sys.argv[1]))
+		port = socket.socket(fileno=libc.syscall(438, pidfd, 3, 0))  # pidfd_getfd
+		null = os.open("/dev/null", os.O_RDWR)
+		def ask(body, n_fds=4):
+		    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+		    fds = [theirs.fileno(), null, null, null][:n_fds]
+		    port.sendmsg([body], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("%di" % len(fds), *fds))])
+		    theirs.close()
+		    mine.settimeout(20)
+		    try:
+		        a = mine.recv(64)
+		    except socket.timeout:
+		        return "none"
+		    if len(a) == 0:
+		        return "closed"
+		    magic, kind, stage, err, p, st = struct.unpack("IIIiii", a)
+		    return "%s %d %d" % (chr(kind), stage, err)
+		head = lambda argv, env: struct.pack("IIII", 0x62726778, 1, argv, env)
+		print(ask(b"junk"))                                  # shorter than a header
+		print(ask(struct.pack("IIII", 1, 1, 1, 0) + b"true\0\0"))  # bad magic
+		print(ask(head(1, 0) + b"true\0"))                   # no cwd
+		print(ask(head(1, 0) + b"true\0\0more\0"))          # bytes past the strings
+		print(ask(head(0, 0) + b"\0"))                       # no argv
+		print(ask(head(1, 0) + b"true\0\0", n_fds=2))        # two fds
+		print(ask(head(1, 0) + b"/no/such\0\0"))             # no such program
+		print(ask(head(1, 0) + b"true\0\0")[:1])             # a good one, after all that
+	EOF
+	[ "$status" -eq 0 ]
+	[ "$output" = "F 0 22
+F 0 22
+F 0 22
+F 0 22
+F 0 22
+F 0 22
+F 3 2
+S" ] || fail "$output"
+	run sb exec s1 -- sh -c 'echo $PPID'
+	[ "$output" = 1 ]
+}
+
+@test "sandbox exec: a request too big for the init's port goes the classic way" {
+	big=$(head -c 70000 /dev/zero | tr '\0' x)
+	run sb exec -e "BIG=$big" s1 -- sh -c 'echo $PPID ${#BIG}'
+	[ "$status" -eq 0 ]
+	[ "$output" = "0 70000" ]
 }
 
 @test "sandbox: /mnt/data survives a killed process and a restarted init" {

@@ -176,7 +176,8 @@ static void test_overrides(void)
     CHECK(spec && brig_profile_apply(spec, &s, seccomp(), &err) == 0, "overrides apply");
     if (spec == NULL)
         return;
-    CHECK(spec->process->args.n == 1, "a detached init gets no command");
+    CHECK(spec->process->args.n == 2 && strcmp(spec->process->args.v[1], "--exec-port") == 0,
+          "a detached init gets no command, and its exec port");
     CHECK_STR(env_get(spec->process, "MALLOC_CONF"), "narenas:2", "MALLOC_CONF override");
     const struct brig_namespace *net = brig_spec_namespace(spec, BRIG_NS_NETWORK);
     CHECK(net && net->path && strcmp(net->path, "/run/netns/blue") == 0,
