@@ -86,6 +86,8 @@ int brig_cgroup_remove_children(int dfd, const char *path, long long deadline, b
 /* cgroup v1 hierarchies on hybrid and legacy hosts (v1.c; the
  * hierarchies in v1_hierarchy.c, statistics and OOM in v1_stats.c). */
 extern const struct brig_cgroup_backend brig_cgroup_v1;
+/* v1's brig_cgroup_frozen_at, from a record's lines alone (v1_procs.c). */
+bool brig_cgroup_v1_frozen_at(const char *lines);
 
 /* One v1 hierarchy (or, on a hybrid host, the v2 tree): where it is
  * mounted and what it binds, from /proc/self/mountinfo. */

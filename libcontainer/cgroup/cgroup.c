@@ -4,6 +4,8 @@
 #include "cgroup/backend.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,6 +135,27 @@ int brig_cgroup_freeze(const struct brig_cgroup *cg, bool frozen, brig_error_t *
 bool brig_cgroup_is_frozen(const struct brig_cgroup *cg)
 {
     return backend_of(cg)->is_frozen(cg);
+}
+
+bool brig_cgroup_frozen_at(const char *path)
+{
+    const struct brig_cgroup_backend *b = backend_for_path(path);
+    if (b == &brig_cgroup_v1)
+        return brig_cgroup_v1_frozen_at(path);
+    if (b == &brig_cgroup_v2) {
+        char file[PATH_MAX];
+        return snprintf(file, sizeof file, "%s/cgroup.freeze", path) < (int) sizeof file
+               && brig_cgroup_first_byte(AT_FDCWD, file) == '1';
+    }
+    struct brig_cgroup cg;
+    brig_error_t err = NULL;
+    if (brig_cgroup_open(path, &cg, &err) < 0) {
+        brig_error_release(&err);
+        return false;
+    }
+    bool frozen = brig_cgroup_is_frozen(&cg);
+    brig_cgroup_close(&cg);
+    return frozen;
 }
 
 int brig_cgroup_pids(const struct brig_cgroup *cg, pid_t **out, size_t *n, brig_error_t *err)

@@ -228,6 +228,10 @@ int brig_cgroup_open_sub(const struct brig_cgroup *cg, const char *const *args, 
 int brig_cgroup_freeze(const struct brig_cgroup *cg, bool frozen, brig_error_t *err);
 /* True when cgroup.freeze is 1 (what `state` reports as paused). */
 bool brig_cgroup_is_frozen(const struct brig_cgroup *cg);
+/* What brig_cgroup_is_frozen says of the cgroup a path (as the state
+ * records it) names, read from the directories it lists without opening
+ * the cgroup: no mount table, no hierarchy checks, for a status. */
+bool brig_cgroup_frozen_at(const char *path);
 /* cgroup.kill where the kernel has it, else SIGKILL to every pid in it. */
 int brig_cgroup_kill_all(const struct brig_cgroup *cg, brig_error_t *err);
 /* Sends sig to every process in the cgroup (and below it). */

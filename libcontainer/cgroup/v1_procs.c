@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/magic.h>
 #include <signal.h>
 #include <stdio.h>
@@ -176,6 +177,49 @@ bool brig_cgroup_v1_is_frozen(const struct brig_cgroup *cg)
      * thaw it): freezer.self_freezing, where the kernel has it. */
     int self = brig_cgroup_first_byte(d->fd, "freezer.self_freezing");
     return self < 0 || self == '1';
+}
+
+/* The first byte of `file` in the directory of one record line (line,
+ * len), -1 when it has none. */
+static int line_first_byte(const char *line, size_t len, const char *file)
+{
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%.*s/%s", (int) len, line, file) >= (int) sizeof path)
+        return -1;
+    return brig_cgroup_first_byte(AT_FDCWD, path);
+}
+
+bool brig_cgroup_v1_frozen_at(const char *lines)
+{
+    /* The freezer hierarchy's directory is the one with freezer.state;
+     * a line that names it is tried first. */
+    for (int pass = 0; pass < 2; pass++) {
+        for (const char *l = lines; *l; l += strcspn(l, "\n") + (l[strcspn(l, "\n")] != '\0')) {
+            size_t len = strcspn(l, "\n");
+            bool named = memmem(l, len, "freezer", 7) != NULL;
+            if (named != (pass == 0))
+                continue;
+            char path[PATH_MAX];
+            cleanup_free char *text = NULL;
+            brig_error_t ignored = NULL;
+            if (snprintf(path, sizeof path, "%.*s/freezer.state", (int) len, l) >= (int) sizeof path
+                || brig_read_file(path, &text, NULL, &ignored) < 0) {
+                brig_error_release(&ignored);
+                continue;
+            }
+            if (strncmp(text, "THAWED", 6) == 0)
+                return false;
+            int self = line_first_byte(l, len, "freezer.self_freezing");
+            return self < 0 || self == '1';
+        }
+    }
+    /* No freezer hierarchy: the hybrid host's v2 directory. */
+    for (const char *l = lines; *l; l += strcspn(l, "\n") + (l[strcspn(l, "\n")] != '\0')) {
+        int b = line_first_byte(l, strcspn(l, "\n"), "cgroup.freeze");
+        if (b >= 0)
+            return b == '1';
+    }
+    return false;
 }
 
 /* ---- listing and signals ---- */

@@ -374,17 +374,7 @@ bool brig_state_init_alive(const struct brig_state *st)
 
 static bool cgroup_frozen(const char *path, const struct brig_cgroup *opened)
 {
-    if (opened)
-        return brig_cgroup_is_frozen(opened);
-    struct brig_cgroup cg;
-    brig_error_t err = NULL;
-    if (brig_cgroup_open(path, &cg, &err) < 0) {
-        brig_error_release(&err);
-        return false;
-    }
-    bool frozen = brig_cgroup_is_frozen(&cg);
-    brig_cgroup_close(&cg);
-    return frozen;
+    return opened ? brig_cgroup_is_frozen(opened) : brig_cgroup_frozen_at(path);
 }
 
 enum brig_status brig_state_status(int dir_fd, const struct brig_state *st)

@@ -272,6 +272,16 @@ S" ] || fail "$output"
 	[ "$output" = 1 ]
 }
 
+@test "sandbox exec: a paused sandbox refuses it in one line; resumed, it runs" {
+	"$BRIG" --root "$SB_ROOT" pause s1
+	run sb exec s1 -- true
+	"$BRIG" --root "$SB_ROOT" resume s1
+	[ "$status" -ne 0 ]
+	[ "$output" = "brig: sandbox exec: cannot exec in container \`s1\`: it is paused" ]
+	run sb exec s1 -- sh -c 'echo $PPID'
+	[ "$output" = 1 ]
+}
+
 @test "sandbox exec: a request too big for the init's port goes the classic way" {
 	big=$(head -c 70000 /dev/zero | tr '\0' x)
 	run sb exec -e "BIG=$big" s1 -- sh -c 'echo $PPID ${#BIG}'
