@@ -66,7 +66,7 @@ esac
 dest=${dest%/}
 
 stamp_of_sources() {
-	cat "$here/packages.txt" ${extra:+"$extra"} "$here/build.sh" "$here/mirror.sh" |
+	cat "$here/packages.txt" ${extra:+"$extra"} "$here/build.sh" "$here/mirror.sh" "$here/jemalloc.sh" |
 		sha256sum | cut -d' ' -f1
 }
 want=$(stamp_of_sources)
@@ -199,6 +199,13 @@ if [ -z "$jemalloc" ] || [ ! -e "$tmp$jemalloc" ]; then
 	exit 1
 fi
 echo "$jemalloc" >"$tmp/etc/brig/jemalloc-path"
+# Debian's jemalloc brings libstdc++ into every process that preloads it;
+# rootfs/jemalloc.sh puts a build without the C++ operators in its place.
+# Where it can't (no source on the mirror, no compiler), Debian's stays.
+echo "rootfs: jemalloc without its C++ operators, from Debian's source"
+if ! "$here/jemalloc.sh" "$tmp" "$mirror" "$suite" >/dev/null; then
+	echo "rootfs: Debian's own jemalloc stays in the tree" >&2
+fi
 
 cat >"$tmp/etc/brig/init.conf" <<'CONF'
 # brig-init configuration (see brig-init(8)). The sandbox profile lists

@@ -57,6 +57,25 @@ teardown() {
 	[[ "$stderr" == *"<jemalloc>: Invalid conf pair: no_such_option:true"* ]]
 }
 
+@test "rootfs: the tree's jemalloc is Debian's source built without its C++ operators" {
+	lib=$(cat "$R/etc/brig/jemalloc-path")
+	# No libstdc++ for every process that preloads it; Debian's file is
+	# diverted beside it, and the build says what it is.
+	run readelf -d "$R$lib"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"NEEDED"*"libc.so.6"* ]]
+	[[ "$output" != *"libstdc++"* ]]
+	[ "$(chroot "$R" dpkg-divert --truename "$lib")" = "$lib.debian" ]
+	run readelf -d "$R$lib.debian"
+	[[ "$output" == *"libstdc++"* ]]
+	grep -q "^jemalloc $(chroot "$R" dpkg-query -W -f '${source:Version}' libjemalloc2) from its Debian source.*--disable-cxx" \
+		"$R/etc/brig/jemalloc-build"
+	# A C++ program still allocates through it: new calls malloc.
+	run chroot "$R" env LD_PRELOAD="$lib" MALLOC_CONF=stats_print:true python3 -c 'print("ran")'
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"Begin jemalloc statistics"* ]]
+}
+
 @test "rootfs: CA certificates, the package record, the default init.conf, the brig-init mount point" {
 	[ -s "$R/etc/ssl/certs/ca-certificates.crt" ]
 	sed 's/#.*//' "$TOP/rootfs/packages.txt" | while read -r pkg; do
@@ -69,7 +88,8 @@ teardown() {
 
 @test "rootfs: a rebuild with the same package list and scripts does nothing" {
 	before=$(stat -c %i "$R")
-	want=$(cat "$TOP/rootfs/packages.txt" "$TOP/rootfs/build.sh" "$TOP/rootfs/mirror.sh" | sha256sum | cut -d' ' -f1)
+	want=$(cat "$TOP/rootfs/packages.txt" "$TOP/rootfs/build.sh" "$TOP/rootfs/mirror.sh" \
+		"$TOP/rootfs/jemalloc.sh" | sha256sum | cut -d' ' -f1)
 	[ "$(cat "$R/etc/brig/rootfs.stamp")" = "$want" ]
 	run "$TOP/rootfs/build.sh" "$R"
 	[ "$status" -eq 0 ]
@@ -151,7 +171,7 @@ teardown() {
 	run "$TOP/rootfs/build.sh" --profile full "$F"
 	[ "$output" = "rootfs: $F is up to date" ]
 	want=$(cat "$TOP/rootfs/packages.txt" "$TOP/rootfs/packages-full.txt" "$TOP/rootfs/build.sh" \
-		"$TOP/rootfs/mirror.sh" | sha256sum | cut -d' ' -f1)
+		"$TOP/rootfs/mirror.sh" "$TOP/rootfs/jemalloc.sh" | sha256sum | cut -d' ' -f1)
 	[ "$(cat "$F/etc/brig/rootfs.stamp")" = "$want" ]
 	grep -q "unset LD_PRELOAD" "$F/usr/bin/php8.2"
 	[ -x "$F/usr/bin/php8.2.distrib" ]
