@@ -30,10 +30,10 @@ src=$(chroot "$tree" dpkg-query -W -f '${source:Package}' libjemalloc2)
 # shellcheck disable=SC2016
 version=$(chroot "$tree" dpkg-query -W -f '${source:Version}' libjemalloc2)
 lib=$(chroot "$tree" dpkg -L libjemalloc2 | grep '/libjemalloc\.so\.2$' | head -n 1)
-[ -n "$src" ] && [ -n "$version" ] && [ -n "$lib" ] || {
+if [ -z "$src" ] || [ -z "$version" ] || [ -z "$lib" ]; then
 	echo "jemalloc: libjemalloc2 is not installed in $tree" >&2
 	exit 1
-}
+fi
 for tool in apt-get gcc make patch; do
 	command -v "$tool" >/dev/null || {
 		echo "jemalloc: $tool not found" >&2
@@ -50,12 +50,12 @@ apt() {
 		-o Dir::Etc::SourceParts="$work/parts" -o Dir::Cache="$work/cache" \
 		-o APT::Sandbox::User=root "$@"
 }
-apt update >"$work/apt.log" 2>&1 &&
-	(cd "$work/src" && apt source --download-only "$src=$version") >>"$work/apt.log" 2>&1 || {
+if ! apt update >"$work/apt.log" 2>&1 ||
+	! (cd "$work/src" && apt source --download-only "$src=$version") >>"$work/apt.log" 2>&1; then
 	tail -n 5 "$work/apt.log" >&2
 	echo "jemalloc: could not fetch the source of $src $version from $mirror" >&2
 	exit 1
-}
+fi
 
 upstream=${version%-*}
 upstream=${upstream#*:}
