@@ -125,8 +125,10 @@ static int start_at_port(const struct brig_sandbox_exec_options *o,
     if (r > 0 && env == NULL)
         r = brig_error_set(err, ENOMEM, WHAT);
     if (r > 0) {
-        memcpy(env, o->env, n * sizeof *env);
-        memcpy(env + n, forced.v, forced.n * sizeof *env);
+        for (size_t i = 0; i < n; i++)
+            env[i] = o->env[i];
+        for (size_t i = 0; i < forced.n; i++)
+            env[n + i] = forced.v[i];
         r = brig_sandbox_port_start(c, o->id, o->argv, env, o->cwd, o->stdio, ex, err);
     }
     brig_strv_free(&forced);
