@@ -40,7 +40,7 @@ static char *pack_request(char *const *argv, char *const *env, const char *cwd, 
         n += strlen(argv[h.n_argv]) + 1;
     for (; env && env[h.n_env]; h.n_env++)
         n += strlen(env[h.n_env]) + 1;
-    *len = 0;
+    *len = n > BRIG_PORT_REQUEST_MAX ? 0 : n; /* 0: too big, else out of memory */
     if (n > BRIG_PORT_REQUEST_MAX)
         return NULL;
     char *buf = malloc(n), *p = buf;
@@ -150,7 +150,7 @@ static int read_started(int sock, pid_t init, const char *arg0, const char *cwd,
         if (a.stage == BRIG_PORT_AT_CWD)
             return brig_error_set(err, e, "chdir to cwd `%s`", cwd);
         if (a.stage == BRIG_PORT_AT_EXEC)
-            return brig_error_set(err, e, "exec `%s`", arg0);
+            return brig_exec_failure(arg0, e, err);
         return brig_error_set(err, e, "the sandbox's init could not start it");
     }
     /* A process that is gone already (`true`, reaped before this look)

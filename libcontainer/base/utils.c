@@ -432,3 +432,14 @@ bool brig_is_executable_file(const char *path)
     }
     return access(path, X_OK) == 0;
 }
+
+int brig_exec_failure(const char *path, int e, brig_error_t *err)
+{
+    const char *words = e == ENOENT    ? "no such file or directory"
+                        : e == EACCES  ? "permission denied"
+                        : e == ENOTDIR ? "not a directory"
+                                       : NULL;
+    if (words == NULL)
+        return brig_error_set(err, e, "exec `%s`", path);
+    return brig_error_kind(err, e, "exec `%s`: %s", path, words);
+}

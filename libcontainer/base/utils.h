@@ -81,4 +81,10 @@ char *brig_find_program(const char *name, const char *const *also);
  * (EACCES for anything but a regular file). */
 bool brig_is_executable_file(const char *path);
 
+/* A program that can't be executed (errno e), in the words Go's runtime
+ * would use: Docker and containerd look for "no such file or directory"
+ * and "permission denied" in a runtime's error to exit 127 or 126, as
+ * runc's say them. Returns -1. */
+int brig_exec_failure(const char *path, int e, brig_error_t *err);
+
 #endif

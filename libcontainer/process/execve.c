@@ -36,20 +36,6 @@ static const char *env_get(const struct brig_strv *env, const char *name)
     return NULL;
 }
 
-/* In the words Go's runtime would use: Docker and containerd look for
- * "no such file or directory" and "permission denied" in a runtime's
- * error to exit 127 or 126, as runc's say them. */
-static int not_executable(const char *path, int e, brig_error_t *err)
-{
-    const char *words = e == ENOENT    ? "no such file or directory"
-                        : e == EACCES  ? "permission denied"
-                        : e == ENOTDIR ? "not a directory"
-                                       : NULL;
-    if (words == NULL)
-        return brig_error_set(err, e, "exec `%s`", path);
-    return brig_error_kind(err, e, "exec `%s`: %s", path, words);
-}
-
 /* args[0] is looked up in the container's PATH (from process.env), like
  * execvp would do inside the container, so a missing program fails create
  * instead of surfacing only after start. */
@@ -58,7 +44,7 @@ int brig_process_find_executable(const struct brig_process *p, char **out, brig_
     const char *arg0 = p->args.v[0];
     if (strchr(arg0, '/')) {
         if (!brig_is_executable_file(arg0))
-            return not_executable(arg0, errno, err);
+            return brig_exec_failure(arg0, errno, err);
         return (*out = strdup(arg0)) ? 0 : brig_error_set(err, ENOMEM, "exec");
     }
     const char *path = env_get(&p->env, "PATH");

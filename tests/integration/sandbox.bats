@@ -199,6 +199,14 @@ for n in /proc/self/ns/*; do readlink "$n"; done; ls /proc/self/fd; ps -o pgid= 
 		[ "$status" -ne 0 ]
 		[ "$output" = "brig: sandbox exec: exec \`no-such-command\`: executable file not found in \$PATH" ]
 		# shellcheck disable=SC2086
+		run sb exec $way s1 -- /no/such
+		[ "$status" -ne 0 ]
+		[ "$output" = "brig: sandbox exec: exec \`/no/such\`: no such file or directory" ]
+		# shellcheck disable=SC2086
+		run sb exec $way s1 -- /tmp
+		[ "$status" -ne 0 ]
+		[ "$output" = "brig: sandbox exec: exec \`/tmp\`: permission denied" ]
+		# shellcheck disable=SC2086
 		run sb exec $way --cwd /no/such s1 -- true
 		[ "$status" -ne 0 ]
 		[[ "$output" == "brig: sandbox exec: chdir to cwd \`/no/such\`: "*"No such file or directory" ]]
