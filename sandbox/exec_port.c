@@ -224,9 +224,10 @@ void brig_sandbox_port_kill_group(const struct brig_sandbox_exec *ex)
 {
     if (syscall(SYS_pidfd_send_signal, ex->pidfd, SIGKILL, NULL, PIDFD_SIGNAL_PROCESS_GROUP) == 0)
         return;
-    /* An older kernel: the leader from here, the rest of its group by
-     * the init, which sees it. */
-    syscall(SYS_pidfd_send_signal, ex->pidfd, SIGKILL, NULL, 0);
+    /* An older kernel: the group by the init, which sees it, asked
+     * first, so the leader's death can't come before the word; then the
+     * leader from here, whatever the init does. */
     struct brig_port_answer k = { .magic = BRIG_PORT_MAGIC, .kind = BRIG_PORT_KILL };
     send(ex->port, &k, sizeof k, MSG_NOSIGNAL | MSG_DONTWAIT);
+    syscall(SYS_pidfd_send_signal, ex->pidfd, SIGKILL, NULL, 0);
 }

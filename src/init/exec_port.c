@@ -319,6 +319,10 @@ bool exec_port_reaped(pid_t pid, int status)
     for (size_t i = 0; i < n_procs; i++) {
         if (procs[i].pid != pid)
             continue;
+        /* A kill the host asked for as the leader died: its group, which
+         * outlives it, still goes. */
+        if (procs[i].answer >= 0)
+            heard(&procs[i]);
         if (procs[i].answer >= 0) {
             answer(procs[i].answer, BRIG_PORT_EXITED, 0, 0, pid, status, -1);
             close(procs[i].answer);

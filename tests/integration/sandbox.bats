@@ -266,6 +266,17 @@ err" ]
 		print(ask(head(1, 0) + b"true\0\0", n_fds=2))        # two fds
 		print(ask(head(1, 0) + b"/no/such\0\0"))             # no such program
 		print(ask(head(1, 0) + b"true\0\0")[:1])             # a good one, after all that
+		# The host's kill word (what kernels before 6.9 need): the
+		# process's whole group goes, its leader and what it left.
+		mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+		body = head(3, 0) + b"sh\0-c\0sleep 1003 & sleep 1004\0\0"
+		port.sendmsg([body], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("4i", theirs.fileno(), null, null, null))])
+		theirs.close()
+		mine.settimeout(20)
+		print(struct.unpack("IIIiii", mine.recv(64))[1] == ord("S"))
+		mine.send(struct.pack("IIIiii", 0x62726778, ord("K"), 0, 0, 0, 0))
+		magic, kind, stage, err, p, st = struct.unpack("IIIiii", mine.recv(64))
+		print(chr(kind), st)
 	EOF
 	[ "$status" -eq 0 ]
 	[ "$output" = "F 0 22
@@ -275,9 +286,13 @@ F 0 22
 F 0 22
 F 0 22
 F 3 2
-S" ] || fail "$output"
+S
+True
+X 9" ] || fail "$output"
 	run sb exec s1 -- sh -c 'echo $PPID'
 	[ "$output" = 1 ]
+	run in_s1 'cat /proc/[0-9]*/cmdline 2>/dev/null | tr "\0" " " | grep -c "sleep 100[34]" || true'
+	[ "$output" = 0 ]
 }
 
 @test "sandbox exec: a paused sandbox refuses it in one line; resumed, it runs" {
