@@ -443,3 +443,17 @@ int brig_exec_failure(const char *path, int e, brig_error_t *err)
         return brig_error_set(err, e, "exec `%s`", path);
     return brig_error_kind(err, e, "exec `%s`: %s", path, words);
 }
+
+bool brig_find_in_path(const char *name, const char *path, char *out, size_t size)
+{
+    const char *p = path ? path : BRIG_DEFAULT_PATH;
+    for (;;) {
+        size_t len = strcspn(p, ":");
+        if (len > 0 && snprintf(out, size, "%.*s/%s", (int) len, p, name) < (int) size
+            && brig_is_executable_file(out))
+            return true;
+        if (p[len] == '\0')
+            return false;
+        p += len + 1;
+    }
+}

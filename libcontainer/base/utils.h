@@ -81,6 +81,13 @@ char *brig_find_program(const char *name, const char *const *also);
  * (EACCES for anything but a regular file). */
 bool brig_is_executable_file(const char *path);
 
+/* PATH when a process's environment has none. */
+#define BRIG_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+/* `name` looked up in `path` (a PATH value; NULL: BRIG_DEFAULT_PATH) as
+ * execvp does, empty entries skipped: true with the first directory's
+ * executable regular file in out. */
+bool brig_find_in_path(const char *name, const char *path, char *out, size_t size);
+
 /* A program that can't be executed (errno e), in the words Go's runtime
  * would use: Docker and containerd look for "no such file or directory"
  * and "permission denied" in a runtime's error to exit 127 or 126, as

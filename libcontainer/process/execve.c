@@ -25,7 +25,6 @@
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
-#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 static const char *env_get(const struct brig_strv *env, const char *name)
 {
@@ -47,19 +46,9 @@ int brig_process_find_executable(const struct brig_process *p, char **out, brig_
             return brig_exec_failure(arg0, errno, err);
         return (*out = strdup(arg0)) ? 0 : brig_error_set(err, ENOMEM, "exec");
     }
-    const char *path = env_get(&p->env, "PATH");
-    cleanup_free char *dirs = strdup(path ? path : DEFAULT_PATH);
-    if (dirs == NULL)
-        return brig_error_set(err, ENOMEM, "exec");
-    char *save = NULL;
-    for (char *dir = strtok_r(dirs, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-        char candidate[PATH_MAX];
-        if (snprintf(candidate, sizeof candidate, "%s/%s", *dir ? dir : ".", arg0)
-            >= (int) sizeof candidate)
-            continue;
-        if (brig_is_executable_file(candidate))
-            return (*out = strdup(candidate)) ? 0 : brig_error_set(err, ENOMEM, "exec");
-    }
+    char candidate[PATH_MAX];
+    if (brig_find_in_path(arg0, env_get(&p->env, "PATH"), candidate, sizeof candidate))
+        return (*out = strdup(candidate)) ? 0 : brig_error_set(err, ENOMEM, "exec");
     return brig_error_kind(err, ENOENT, "exec `%s`: executable file not found in $PATH", arg0);
 }
 

@@ -19,8 +19,6 @@
 #include "sandbox/exec_port.h"
 #include "supervise.h"
 
-#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
 struct started {
     pid_t pid;
     int answer; /* -1 once the host hung up */
@@ -128,18 +126,11 @@ static char *find(const char *arg0, char **env, char *buf, size_t size)
 {
     if (strchr(arg0, '/'))
         return (char *) arg0;
-    const char *path = DEFAULT_PATH;
+    const char *path = NULL;
     for (size_t i = 0; env[i]; i++)
         if (strncmp(env[i], "PATH=", 5) == 0)
             path = env[i] + 5;
-    while (*path) {
-        size_t len = strcspn(path, ":");
-        if (snprintf(buf, size, "%.*s/%s", len ? (int) len : 1, len ? path : ".", arg0) < (int) size
-            && brig_is_executable_file(buf))
-            return buf;
-        path += len + (path[len] == ':');
-    }
-    return NULL;
+    return brig_find_in_path(arg0, path, buf, size) ? buf : NULL;
 }
 
 struct failure {
