@@ -57,23 +57,30 @@ teardown() {
 	[[ "$stderr" == *"<jemalloc>: Invalid conf pair: no_such_option:true"* ]]
 }
 
-@test "rootfs: the tree's jemalloc is Debian's source built without its C++ operators" {
+@test "rootfs: the tree's jemalloc is Debian's source built without its C++ operators or profiling" {
 	lib=$(cat "$R/etc/brig/jemalloc-path")
-	# No libstdc++ for every process that preloads it; Debian's file is
-	# diverted beside it, and the build says what it is.
+	# No libstdc++, libgcc_s or libm for every process that preloads it;
+	# Debian's file is diverted beside it, and the build says what it is.
 	run readelf -d "$R$lib"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"NEEDED"*"libc.so.6"* ]]
 	[[ "$output" != *"libstdc++"* ]]
+	[[ "$output" != *"libgcc_s"* ]]
+	[[ "$output" != *"libm.so"* ]]
 	[ "$(chroot "$R" dpkg-divert --truename "$lib")" = "$lib.debian" ]
 	run readelf -d "$R$lib.debian"
 	[[ "$output" == *"libstdc++"* ]]
-	grep -q "^jemalloc $(chroot "$R" dpkg-query -W -f '${source:Version}' libjemalloc2) from its Debian source.*--disable-cxx" \
+	grep -q "^jemalloc $(chroot "$R" dpkg-query -W -f '${source:Version}' libjemalloc2) from its Debian source.*without --enable-prof.*--disable-cxx" \
 		"$R/etc/brig/jemalloc-build"
 	# A C++ program still allocates through it: new calls malloc.
 	run chroot "$R" env LD_PRELOAD="$lib" MALLOC_CONF=stats_print:true python3 -c 'print("ran")'
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"Begin jemalloc statistics"* ]]
+	# Heap profiling is Debian's file's: asked of this one, it says no.
+	run --separate-stderr chroot "$R" env LD_PRELOAD="$lib" MALLOC_CONF=prof:true true
+	[[ "$stderr" == *"Invalid conf pair: prof:true"* ]]
+	run --separate-stderr chroot "$R" env LD_PRELOAD="$lib.debian" MALLOC_CONF=prof:true true
+	[ "$stderr" = "" ]
 }
 
 @test "rootfs: CA certificates, the package record, the default init.conf, the brig-init mount point" {
