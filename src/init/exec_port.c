@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -17,7 +18,6 @@
 #include "base/fdpass.h"
 #include "base/utils.h"
 #include "sandbox/exec_port.h"
-#include "supervise.h"
 
 struct started {
     pid_t pid;
@@ -29,6 +29,12 @@ static struct started procs[BRIG_PORT_PROCESSES_MAX];
 static size_t n_procs;
 /* One byte more than a request may have: a longer one is refused. */
 static char request[BRIG_PORT_REQUEST_MAX + 1];
+
+/* The signals whose disposition the init did not leave at SIG_DFL (what
+ * it inherited ignored): execve keeps an ignored one so, where a caught
+ * one goes back to the default by itself. Taken once, at the port's
+ * opening: the init changes none of its own after that. */
+static sigset_t undefault;
 
 int exec_port_open(void)
 {
@@ -48,6 +54,12 @@ int exec_port_open(void)
         close(host);
     }
     fcntl(port, F_SETFL, O_NONBLOCK);
+    sigemptyset(&undefault);
+    for (int sig = 1; sig < NSIG; sig++) {
+        struct sigaction sa;
+        if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler != SIG_DFL)
+            sigaddset(&undefault, sig);
+    }
     return 0;
 }
 
@@ -137,56 +149,55 @@ struct failure {
     int stage, error;
 };
 
-/* The child: a session of its own, the init's signals undone, the
- * host's stdio, the cwd, then the program; what failed goes up `report`. */
-static void child(char *path, char **argv, char **env, const char *cwd, const int *stdio,
-                  int report)
+/* What the child needs, in the memory it shares with us until it execs. */
+struct spawn {
+    const char *path;
+    char **argv, **env;
+    const char *cwd;
+    const int *stdio;
+    struct failure f;
+};
+
+/* The child, on its own stack in the init's memory (CLONE_VM|CLONE_VFORK:
+ * the init waits, neither copying its page tables nor faulting them back
+ * in): a session of its own, the signals as a new process has them, the
+ * host's stdio, the cwd, then the program; what failed is left in
+ * sp->f. Only system calls here: the init's memory is not ours to
+ * change beyond sp->f. */
+static int child(void *arg)
 {
+    struct spawn *sp = arg;
+    sigset_t none;
+    sigemptyset(&none);
     setsid();
-    init_reset_signals();
-    struct failure f = { BRIG_PORT_AT_EXEC, 0 };
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sigismember(&undefault, sig) == 1)
+            signal(sig, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    sp->f = (struct failure){ BRIG_PORT_AT_EXEC, 0 };
     for (int i = 0; i < 3; i++)
-        if (dup2(stdio[i], i) < 0)
-            f.error = errno;
-    if (f.error == 0 && *cwd && chdir(cwd) < 0) {
-        f.stage = BRIG_PORT_AT_CWD;
-        f.error = errno;
+        if (dup2(sp->stdio[i], i) < 0)
+            sp->f.error = errno;
+    if (sp->f.error == 0 && *sp->cwd && chdir(sp->cwd) < 0)
+        sp->f = (struct failure){ BRIG_PORT_AT_CWD, errno };
+    if (sp->f.error == 0) {
+        execve(sp->path, sp->argv, sp->env);
+        sp->f.error = errno;
     }
-    if (f.error == 0) {
-        execve(path, argv, env);
-        f.error = errno;
-    }
-    if (write(report, &f, sizeof f) < 0)
-        _exit(126);
-    _exit(f.error == ENOENT ? 127 : 126);
+    _exit(sp->f.error == ENOENT ? 127 : 126);
 }
 
-/* Forks and waits for the exec (its report pipe closing) or the reason
- * it failed. Returns the pid, or -1 with *f set. */
-static pid_t spawn(char *path, char **argv, char **env, const char *cwd, const int *stdio,
-                   struct failure *f)
+/* Starts the child and returns once it has exec'd (its pid) or failed
+ * (-1, sp->f set; it is reaped with the orphans). */
+static pid_t spawn(struct spawn *sp)
 {
-    int pipefd[2];
-    *f = (struct failure){ BRIG_PORT_AT_START, 0 };
-    if (pipe2(pipefd, O_CLOEXEC) < 0) {
-        f->error = errno;
-        return -1;
-    }
-    pid_t pid = fork();
-    if (pid == 0)
-        child(path, argv, env, cwd, stdio, pipefd[1]);
-    int e = errno;
-    close(pipefd[1]);
-    ssize_t n = -1;
-    if (pid > 0)
-        do
-            n = read(pipefd[0], f, sizeof *f);
-        while (n < 0 && errno == EINTR);
-    close(pipefd[0]);
+    /* The child's stack: one at a time, the init waiting meanwhile. */
+    static char stack[64 * 1024] __attribute__((aligned(16)));
+    sp->f = (struct failure){ BRIG_PORT_AT_START, 0 };
+    pid_t pid = clone(child, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, sp);
     if (pid < 0)
-        f->error = e;
-    /* A child that failed is reaped with the orphans. */
-    return pid > 0 && n == 0 ? pid : -1;
+        sp->f.error = errno;
+    return pid > 0 && sp->f.error == 0 ? pid : -1;
 }
 
 /* One request: checked, started, answered; its answer socket kept
@@ -214,13 +225,16 @@ static void serve(size_t n, int *fds)
     char **env = overlay(strs + h.n_argv);
     char buf[4096];
     char *path = argv && env ? find(strs[0], env, buf, sizeof buf) : NULL;
-    struct failure f = { BRIG_PORT_AT_START, argv && env ? 0 : ENOMEM };
+    struct spawn sp = { path, argv,    env,
+                        cwd,  fds + 1, { BRIG_PORT_AT_START, argv && env ? 0 : ENOMEM } };
+    struct failure f = sp.f;
     pid_t pid = -1;
     if (path == NULL && f.error == 0)
         f = (struct failure){ BRIG_PORT_AT_PATH, ENOENT };
     if (path) {
         memcpy(argv, strs, h.n_argv * sizeof *argv);
-        pid = spawn(path, argv, env, cwd, fds + 1, &f);
+        pid = spawn(&sp);
+        f = sp.f;
     }
     int pidfd = pid > 0 ? (int) syscall(SYS_pidfd_open, pid, 0) : -1;
     if (pid > 0 && pidfd < 0) {
