@@ -52,6 +52,10 @@ static int init_pidfd(const struct brig_state *st)
 int brig_container_init_pidfd(const struct brig_opened_container *c, const char *id,
                               brig_error_t *err)
 {
+    /* Opened before the status, whose one read of the init's stat then
+     * speaks of the process the pidfd pins: a pid reused before the open
+     * fails the start-time check, as init_pidfd's second look would. */
+    cleanup_close int fd = c->state->pid > 0 ? (int) syscall(SYS_pidfd_open, c->state->pid, 0) : -1;
     enum brig_status status = brig_state_status_in(c->dir_fd, c->state, NULL);
     if (status == BRIG_STATUS_PAUSED) {
         brig_error_set(err, 0, "cannot exec in container `%s`: it is paused", id);
@@ -60,12 +64,11 @@ int brig_container_init_pidfd(const struct brig_opened_container *c, const char 
     }
     if (status == BRIG_STATUS_CREATED)
         return -2;
-    int fd = status == BRIG_STATUS_RUNNING ? init_pidfd(c->state) : -1;
-    if (fd < 0)
+    if (status != BRIG_STATUS_RUNNING || fd < 0)
         return brig_error_kind(err, ESRCH, "cannot exec in container `%s`: it is %s", id,
                                brig_status_name(status == BRIG_STATUS_RUNNING ? BRIG_STATUS_STOPPED
                                                                               : status));
-    return fd;
+    return brig_steal_fd(fd);
 }
 
 static bool wait_pidfd(int pidfd, int timeout_ms)
