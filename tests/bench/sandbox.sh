@@ -39,7 +39,7 @@
 # BRIG_SANDBOX_ROOTFS (the tree, default /var/lib/brig/rootfs),
 # BENCH_SB_READY (100), BENCH_SB_EXEC (100), BENCH_SB_IDLE (50),
 # BENCH_SB_DENSITY (1000), BENCH_SB_PARALLEL (2 × CPUs),
-# BENCH_SB_BUDGET (seconds of density per runtime, 600), BENCH_SB_WORK (5),
+# BENCH_SB_BUDGET (seconds of density per runtime, 600), BENCH_SB_WORK (15),
 # BENCH_SB_RUNTIMES (which of brig runsc runc to run, all by default).
 set -euo pipefail
 
@@ -58,7 +58,7 @@ IDLE_N=${BENCH_SB_IDLE:-50}
 DENSITY_N=${BENCH_SB_DENSITY:-1000}
 PARALLEL=${BENCH_SB_PARALLEL:-$((2 * $(nproc)))}
 BUDGET=${BENCH_SB_BUDGET:-600}
-WORK_N=${BENCH_SB_WORK:-5}
+WORK_N=${BENCH_SB_WORK:-15}
 tree=${BRIG_SANDBOX_ROOTFS:-/var/lib/brig/rootfs}
 result=${1:-bench-sandbox.json}
 mkdir -p "$(dirname "$result")"
