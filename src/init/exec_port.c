@@ -225,14 +225,13 @@ static void serve(size_t n, int *fds)
     char **env = overlay(strs + h.n_argv);
     char buf[4096];
     char *path = argv && env ? find(strs[0], env, buf, sizeof buf) : NULL;
-    struct spawn sp = { path, argv,    env,
-                        cwd,  fds + 1, { BRIG_PORT_AT_START, argv && env ? 0 : ENOMEM } };
-    struct failure f = sp.f;
+    struct failure f = { BRIG_PORT_AT_START, argv && env ? 0 : ENOMEM };
     pid_t pid = -1;
     if (path == NULL && f.error == 0)
         f = (struct failure){ BRIG_PORT_AT_PATH, ENOENT };
     if (path) {
         memcpy(argv, strs, h.n_argv * sizeof *argv);
+        struct spawn sp = { .path = path, .argv = argv, .env = env, .cwd = cwd, .stdio = fds + 1 };
         pid = spawn(&sp);
         f = sp.f;
     }
