@@ -14,7 +14,10 @@
 # jemalloc preloaded, /mnt/data an ext4 image with a quota. runc's and
 # runsc's idle process is `sleep infinity`; their /mnt/data is a directory.
 # runsc runs with --platform=ptrace, and kvm where it works (the report says
-# which ran). The runtimes alternate within every loop.
+# which ran). The runtimes alternate within every loop, in an order that
+# changes from round to round so that each follows each other equally
+# often (rotated, lib.sh), and each timed exec and job inside comes right
+# after an untimed one of its own runtime.
 #
 #   ready     create, then the first exec of `python3 -c pass` finished
 #   exec      `true` and `python3 -c 'print(1)'` into a running sandbox
@@ -303,6 +306,8 @@ for r in "${runtimes[@]}"; do
 done
 for ((i = 0; i < EXEC_N; i++)); do
 	for r in $(rotated "$i" "${runtimes[@]}"); do
+		# An untimed one first: what is timed follows its own runtime.
+		exec_sb "$r" "exec-$r" true >/dev/null 2>>"$log" || die "$r: exec failed: $(tail -3 "$log")"
 		exec_cmd "$r" "exec-$r" true
 		timed "exec_true.$r" "${CMD[@]}"
 		exec_cmd "$r" "exec-$r" python3 -c 'print(1)'
@@ -342,9 +347,15 @@ for r in "${runtimes[@]}"; do
 		chown 1000:1000 "$work/data/exec-$r/lib.tar"
 	fi
 done
-inside() { # FILE RT COMMAND...: the time the command prints, as "NS 0"
+# inside FILE RT COMMAND...: the time the command prints, as "NS 0", from
+# its second run: the first, untimed, warms the caches for it, so that no
+# runtime's figure carries what the one before it left (here, brig's
+# syscall-heavy job right after runsc's took 5 to 25 % longer than right
+# after runc's, in two tries of 8 and 12 rounds).
+inside() {
 	local file=$1 rt=$2 ns
 	shift 2
+	exec_sb "$rt" "exec-$rt" "$@" >/dev/null 2>>"$log" || die "$rt: $* failed: $(tail -3 "$log")"
 	ns=$(exec_sb "$rt" "exec-$rt" "$@" 2>>"$log" | tail -1) || die "$rt: $* failed: $(tail -3 "$log")"
 	[[ "$ns" =~ ^[0-9]+$ ]] || die "$rt: $file printed \`$ns\`"
 	echo "$ns 0" >>"$work/$file"
@@ -475,6 +486,27 @@ json_bench() { # BENCH: one JSON object, a member per runtime
 			'{($r): {median_ms: $med, p10_ms: $p10, p90_ms: $p90, p99_ms: $p99, n: $n}}'
 	done | jq -s --arg b "$b" '{($b): add}'
 }
+# paired BENCH OTHER: the median, over the rounds, of brig's time over
+# OTHER's in the same round (line k of each file is round k). Both runs
+# of a round are seconds apart, so the machine's swings in speed, which
+# move a median by a third here, mostly cancel out; "null" when either is
+# missing.
+paired() {
+	if [ ! -s "$work/$1.brig" ] || [ ! -s "$work/$1.$2" ]; then
+		echo null
+		return
+	fi
+	paste -d ' ' "$work/$1.brig" "$work/$1.$2" | awk '$3 > 0 { print $1 / $3 }' | sort -g | awk '
+		{ r[NR] = $1 }
+		END { if (NR == 0) print "null"; else printf "%.3f\n", r[int(0.5 * (NR - 1) + 0.5) + 1] }'
+}
+json_paired() { # the paired ratios of every timed bench
+	local b
+	for b in ready exec_true exec_python rm work_syscall work_file work_cpu; do
+		jq -n --arg b "$b" --argjson s "$(paired "$b" runsc)" --argjson c "$(paired "$b" runc)" \
+			'{($b): {"brig/runsc": $s, "brig/runc": $c}}'
+	done | jq -s add
+}
 json_one() { # RT: idle and density of one runtime
 	jq -n --arg r "$1" --argjson idle "${idle_kb[$1]}" --argjson idle_acct "${idle_acct[$1]}" \
 		--argjson n "${dens_n[$1]}" --argjson acct "${dens_acct[$1]}" \
@@ -491,7 +523,8 @@ json_one() { # RT: idle and density of one runtime
 	for r in "${runtimes[@]}"; do json_one "$r"; done | jq -s '{memory: add}'
 } | jq -s --arg date "$(date -u +%Y-%m-%dT%H:%MZ)" --arg kernel "$(uname -r)" \
 	--arg platform "$platform" --arg skipped "$skipped" --arg tree "$tree" \
-	--argjson parallel "$PARALLEL" --arg cpus "$(nproc)" --argjson mem "$total_kb" '
+	--argjson parallel "$PARALLEL" --arg cpus "$(nproc)" --argjson mem "$total_kb" \
+	--argjson paired "$(json_paired)" '
 	add as $b
 	| def ratio($x; $a; $y): if $b[$x][$a] and $b[$x][$y]
 		then ($b[$x][$a].median_ms / $b[$x][$y].median_ms * 1000 | round / 1000) else null end;
@@ -506,7 +539,8 @@ json_one() { # RT: idle and density of one runtime
 	             idle_accounted: {"brig/runsc": mratio("brig"; "runsc"; .idle_accounted_kb),
 	                              "brig/runc": mratio("brig"; "runc"; .idle_accounted_kb)},
 	             density_rate: {"brig/runsc": mratio("brig"; "runsc"; .density.per_second),
-	                            "brig/runc": mratio("brig"; "runc"; .density.per_second)}})}' >"$result"
+	                            "brig/runc": mratio("brig"; "runc"; .density.per_second)}}),
+	 paired_ratios: $paired}' >"$result"
 
 jq -r '"# \(.date), kernel \(.kernel), \(.cpus) CPUs; runsc --platform=\(.runsc_platform); median [p10-p90] p99 ms"' "$result"
 {
@@ -517,6 +551,9 @@ jq -r '"# \(.date), kernel \(.kernel), \(.cpus) CPUs; runsc --platform=\(.runsc_
 		| "density\t\($r)\t\(.sandboxes) in \(.seconds) s\t\(.per_second)/s\t\(.kb_each) KB each (\(.accounted_kb_each) accounted), \(.answered) answered"' "$result"
 } | column -t -s "$(printf '\t')"
 jq -r '.ratios | to_entries[] | "\(.key)\tratios  "
+	+ (.value | to_entries | map(select(.value != null) | "\(.key) \(.value)") | join("  "))' "$result" |
+	column -t -s "$(printf '\t')"
+jq -r '.paired_ratios | to_entries[] | "\(.key)\tpaired  "
 	+ (.value | to_entries | map(select(.value != null) | "\(.key) \(.value)") | join("  "))' "$result" |
 	column -t -s "$(printf '\t')"
 echo "# written to $result"
