@@ -300,9 +300,11 @@ json_bench() { # BENCH NAMES...: a JSON object for one benchmark
 		jq -n --arg r "$r" --argjson med "$med" --argjson p10 "$p10" --argjson p90 "$p90" \
 			--argjson n "$n" --argjson kb "$kb" \
 			'{($r): {median_ms: $med, p10_ms: $p10, p90_ms: $p90, n: $n, peak_rss_kb: $kb}}'
-	done | jq -s --arg b "$bench" '{($b): add}'
+	done | jq -s --arg b "$bench" 'add as $v | if $v == null then {} else {($b): $v} end'
 }
 
+# A benchmark that no runtime ran (the VM's sandbox create where its root
+# cannot be id-mapped, say) is left out of the JSON, not written as null.
 {
 	json_bench run "${runtimes[@]}" floor floor-static
 	json_bench create "${runtimes[@]}"

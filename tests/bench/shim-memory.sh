@@ -31,6 +31,12 @@ die() {
 command -v containerd-shim-runc-v2 >/dev/null || die "containerd-shim-runc-v2 is missing (apt-get install containerd)"
 command -v runc >/dev/null || die "runc is missing (apt-get install runc)"
 
+# containerd-helpers.bash calls helpers of the bats suite (busybox_applets,
+# stop_file_proxies), whose file asks bats for its version as it loads.
+bats_require_minimum_version() { :; }
+top_srcdir=${top_srcdir:-$(cd "$here/../.." && pwd)}
+# shellcheck source=tests/integration/helpers.bash
+. "$here/../integration/helpers.bash"
 # shellcheck source=tests/integration/containerd-helpers.bash
 . "$here/../integration/containerd-helpers.bash"
 
