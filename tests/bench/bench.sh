@@ -9,7 +9,7 @@
 # The egress proxy's throughput and tunnel latency run on the host
 # (egress.sh, egress.json; BENCH_EGRESS=0 skips them); so does the sandbox
 # API's added latency (api.sh, api.json; BENCH_API=0 skips it).
-set -eu
+set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=${top_srcdir:-$(cd "$here/../.." && pwd)}
