@@ -470,6 +470,8 @@ done
 
 # -------------------------------------------------------------- report ----
 
+# The benchmarks timed once per round, a file per runtime.
+timed_benches=(ready exec_true exec_python rm work_syscall work_file work_cpu)
 stats() { # FILE: median p10 p90 p99 n, in ms
 	sort -n -k1,1 "$work/$1" | awk '
 		{ t[NR] = $1 / 1e6 }
@@ -502,7 +504,7 @@ paired() {
 }
 json_paired() { # the paired ratios of every timed bench
 	local b
-	for b in ready exec_true exec_python rm work_syscall work_file work_cpu; do
+	for b in "${timed_benches[@]}"; do
 		jq -n --arg b "$b" --argjson s "$(paired "$b" runsc)" --argjson c "$(paired "$b" runc)" \
 			'{($b): {"brig/runsc": $s, "brig/runc": $c}}'
 	done | jq -s add
@@ -517,7 +519,7 @@ json_one() { # RT: idle and density of one runtime
 		                   accounted_kb_each: $acct, answered: $ans, end: $stop}}}'
 }
 {
-	for b in ready exec_true exec_python rm work_syscall work_file work_cpu; do
+	for b in "${timed_benches[@]}"; do
 		json_bench "$b"
 	done
 	for r in "${runtimes[@]}"; do json_one "$r"; done | jq -s '{memory: add}'
@@ -550,10 +552,10 @@ jq -r '"# \(.date), kernel \(.kernel), \(.cpus) CPUs; runsc --platform=\(.runsc_
 	jq -r '.benchmarks.memory | to_entries[] | .key as $r | .value.density
 		| "density\t\($r)\t\(.sandboxes) in \(.seconds) s\t\(.per_second)/s\t\(.kb_each) KB each (\(.accounted_kb_each) accounted), \(.answered) answered"' "$result"
 } | column -t -s "$(printf '\t')"
-jq -r '.ratios | to_entries[] | "\(.key)\tratios  "
-	+ (.value | to_entries | map(select(.value != null) | "\(.key) \(.value)") | join("  "))' "$result" |
-	column -t -s "$(printf '\t')"
-jq -r '.paired_ratios | to_entries[] | "\(.key)\tpaired  "
-	+ (.value | to_entries | map(select(.value != null) | "\(.key) \(.value)") | join("  "))' "$result" |
-	column -t -s "$(printf '\t')"
+for kind in ratios paired; do
+	jq -r --arg kind "$kind" '(if $kind == "paired" then .paired_ratios else .ratios end)
+		| to_entries[] | "\(.key)\t\($kind)  "
+		+ (.value | to_entries | map(select(.value != null) | "\(.key) \(.value)") | join("  "))' "$result" |
+		column -t -s "$(printf '\t')"
+done
 echo "# written to $result"
