@@ -141,6 +141,37 @@ bool brig_idpool_slot_clear(const struct brig_idpool *pool, size_t slot,
     return !meets(r.uid, uids, n_uids) && !meets(r.gid, gids, n_gids);
 }
 
+/* Marks in `blocked` each slot of a pool side (ids from `start`, `slots`
+ * of BRIG_IDRANGE_SIZE) that one of the spans meets. */
+static void block_slots(uint32_t start, size_t slots, const struct brig_id_span *spans, size_t n,
+                        unsigned char *blocked)
+{
+    uint64_t end = (uint64_t) start + (uint64_t) slots * BRIG_IDRANGE_SIZE;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t s = spans[i].start, e = s + spans[i].count;
+        if (e <= start || s >= end || e == s)
+            continue;
+        uint64_t first = s > start ? (s - start) / BRIG_IDRANGE_SIZE : 0;
+        uint64_t last = (e - 1 - start) / BRIG_IDRANGE_SIZE;
+        if (last >= slots)
+            last = slots - 1;
+        memset(blocked + first, 1, (size_t) (last - first + 1));
+    }
+}
+
+long brig_idpool_first_clear(const struct brig_idpool *pool, const struct brig_id_span *uids,
+                             size_t n_uids, const struct brig_id_span *gids, size_t n_gids)
+{
+    size_t slots = brig_idpool_slots(pool);
+    cleanup_free unsigned char *blocked = calloc(slots ? slots : 1, 1);
+    if (blocked == NULL)
+        return -2;
+    block_slots(pool->uid_start, slots, uids, n_uids, blocked);
+    block_slots(pool->gid_start, slots, gids, n_gids, blocked);
+    unsigned char *clear = memchr(blocked, 0, slots);
+    return clear ? (long) (clear - blocked) : -1;
+}
+
 static int span_add(struct brig_id_span **spans, size_t *n, uint64_t start, uint64_t count)
 {
     if (count == 0 || start > UINT32_MAX)

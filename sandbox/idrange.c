@@ -235,15 +235,6 @@ static int scan_records(int dir_fd, const struct brig_idpool *pool, bool reclaim
     return 0;
 }
 
-/* The first slot clear of everything taken; -1 when there is none. */
-static long pick_slot(const struct brig_idpool *pool, const struct taken *t)
-{
-    for (size_t i = 0; i < brig_idpool_slots(pool); i++)
-        if (brig_idpool_slot_clear(pool, i, t->uids, t->n_uids, t->gids, t->n_gids))
-            return (long) i;
-    return -1;
-}
-
 int brig_idrange_reclaim(brig_error_t *err)
 {
     cleanup_close int dir_fd = lock_records(err);
@@ -273,7 +264,9 @@ static int allocate(int dir_fd, const char *owner, struct brig_idrange *out, bri
         t.n_gids = accounts_g;
         r = scan_records(dir_fd, &pool, pass == 1, &t, err);
         if (r == 0)
-            slot = pick_slot(&pool, &t);
+            slot = brig_idpool_first_clear(&pool, t.uids, t.n_uids, t.gids, t.n_gids);
+        if (slot == -2)
+            r = brig_error_set(err, ENOMEM, "id ranges");
     }
     taken_clear(&t);
     if (r == 0 && slot < 0)

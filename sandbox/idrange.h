@@ -73,6 +73,12 @@ bool brig_idpool_slot_clear(const struct brig_idpool *pool, size_t slot,
                             const struct brig_id_span *uids, size_t n_uids,
                             const struct brig_id_span *gids, size_t n_gids);
 
+/* The first slot clear in that sense, in one pass over the spans (a
+ * host with a thousand sandboxes holds a thousand); -1 when none is, -2
+ * when out of memory. */
+long brig_idpool_first_clear(const struct brig_idpool *pool, const struct brig_id_span *uids,
+                             size_t n_uids, const struct brig_id_span *gids, size_t n_gids);
+
 /* Adds to *spans the ranges of every /etc/subuid-style line of `text`
  * whose user is not `except`, and (ids, when not NULL) the third field of
  * every /etc/passwd- or /etc/group-style line of `ids`. -1 on ENOMEM. */

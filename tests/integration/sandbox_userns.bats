@@ -167,7 +167,10 @@ is_account_uid() {
 	run as_u1 ls "$BRIG_IDRANGE_DIR"
 	[ "$status" -ne 0 ]
 	[[ "$output" == *"Permission denied"* ]]
-	[ "$(stat -c %u "$BRIG_SANDBOX_DIR/u1/tree/etc/passwd")" = "$u1_uid" ]
+	# The sandbox's root is its own: the host keeps no bind of its tree.
+	[ ! -e "$BRIG_SANDBOX_DIR/u1/tree" ]
+	refute grep -q " $BRIG_SANDBOX_DIR/u1/tree " /proc/self/mountinfo
+	[ "$(stat -c %u "/proc/$(container_pid u1)/root/etc/passwd")" = "$u1_uid" ]
 	[ "$(stat -c %u "$ROOTFS_TREE/etc/passwd")" = 0 ]
 	# Its own workspace is its own.
 	run as_u1 cat "$BRIG_SANDBOX_DIR/u1/data/owned"
@@ -343,8 +346,8 @@ is_account_uid() {
 	# What the probes left: the tree and brig-init as they were, and on the
 	# host nothing of the sandbox's outside its range.
 	[ "$(stat -c %u "$ROOTFS_TREE/etc/passwd")" = 0 ]
-	[ "$(stat -c %u "$BRIG_SANDBOX_DIR/u1/tree/etc/passwd")" = "$base" ]
 	pid=$(container_pid u1)
+	[ "$(stat -c %u "/proc/$pid/root/etc/passwd")" = "$base" ]
 	for p in $(pgrep -P "$pid") "$pid"; do
 		uid=$(awk '/^Uid:/ { print $2 }' "/proc/$p/status")
 		[ "$uid" -ge "$base" ]

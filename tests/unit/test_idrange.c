@@ -96,6 +96,49 @@ static void test_spans(void)
     free(gids);
 }
 
+/* The one-pass search against the slot-by-slot answer. */
+static long first_clear_slowly(const struct brig_idpool *p, const struct brig_id_span *u, size_t nu,
+                               const struct brig_id_span *g, size_t ng)
+{
+    for (size_t i = 0; i < brig_idpool_slots(p); i++)
+        if (brig_idpool_slot_clear(p, i, u, nu, g, ng))
+            return (long) i;
+    return -1;
+}
+
+static void test_first_clear(void)
+{
+    struct brig_idpool p;
+    brig_error_t err = NULL;
+    brig_idpool_parse("brig:1000000:262144\n", "brig:2000000:262144\n", &p, &err);
+    struct brig_id_span none[1] = { { 0, 0 } };
+    CHECK(brig_idpool_first_clear(&p, none, 0, none, 0) == 0, "first clear: an empty pool's 0");
+    /* Slot 0's uids (an id before the pool's start spilling in), slot 1's
+     * gids (one id at its very end), slot 2 by a span of both sides. */
+    struct brig_id_span u[] = { { 999000, 1001 }, { 1000000 + 2 * 65536 + 5, 1 } };
+    struct brig_id_span g[] = { { 2000000 + 2 * 65536 - 1, 1 } };
+    CHECK(brig_idpool_first_clear(&p, u, 2, g, 1) == 3 && first_clear_slowly(&p, u, 2, g, 1) == 3,
+          "first clear: slots met by uids, by gids, at edges");
+    struct brig_id_span before[] = { { 0, 1000000 } }, after[] = { { 2262144, 4096 } };
+    CHECK(brig_idpool_first_clear(&p, before, 1, after, 1) == 0,
+          "first clear: spans that end at the start or begin past the end meet nothing");
+    struct brig_id_span all[] = { { 1000000 + 65535, 3 * 65536 + 1 } };
+    CHECK(brig_idpool_first_clear(&p, all, 1, none, 0) == -1
+              && first_clear_slowly(&p, all, 1, none, 0) == -1,
+          "first clear: -1 when every slot is met");
+    /* A thousand sandboxes' records, in any order, and a hole. */
+    brig_idpool_parse(NULL, NULL, &p, &err);
+    struct brig_id_span many[1000];
+    size_t n = 0;
+    for (size_t i = 0; i < 1001; i++)
+        if (i != 617)
+            many[n++] = (struct brig_id_span){ p.uid_start + (uint32_t) ((i * 4) % 1001) * 65536,
+                                               65536 };
+    long want = first_clear_slowly(&p, many, n, none, 0);
+    CHECK(want == 466 && brig_idpool_first_clear(&p, many, n, none, 0) == want,
+          "first clear: the same slot as the slow search among a thousand");
+}
+
 static char owner_a[128], owner_b[128];
 
 static void test_records(void)
@@ -246,6 +289,7 @@ int main(void)
 {
     test_pool();
     test_spans();
+    test_first_clear();
     char tmp[] = "/tmp/brig-idrange.XXXXXX";
     if (mkdtemp(tmp) == NULL)
         return 1;
