@@ -180,8 +180,11 @@ int brig_init_exec(const struct brig_init_config *cfg, int sync_fd, int fifo_fd,
         return brig_error_set(err, errno, "setsid");
     /* Now that we are in the container's cgroup, a new cgroup namespace
      * makes that cgroup the container's "/". */
-    if (spec_new_ns(spec, BRIG_NS_CGROUP) && unshare(CLONE_NEWCGROUP) < 0)
-        return brig_error_set(err, errno, "create cgroup namespace");
+    if (spec_new_ns(spec, BRIG_NS_CGROUP)) {
+        brig_rootfs_cgroup_keep_paths();
+        if (unshare(CLONE_NEWCGROUP) < 0)
+            return brig_error_set(err, errno, "create cgroup namespace");
+    }
     if (spec_has_ns(spec, BRIG_NS_USER)) {
         if (setresgid(0, 0, 0) < 0 && errno != EINVAL)
             return brig_error_set(err, errno, "become root in the user namespace");

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -46,19 +47,44 @@ static int view_error(brig_error_t *err, int errnum, const struct brig_rootfs_st
                           what, name ? " `" : "", name ? name : "", name ? "`" : "");
 }
 
+/* /proc/self/cgroup as the init read it before its cgroup namespace. */
+static char *host_paths;
+
+void brig_rootfs_cgroup_keep_paths(void)
+{
+    brig_error_t ignored = NULL;
+    free(host_paths);
+    host_paths = NULL;
+    /* The mounts' lines too, while their roots read as the host's (in the
+     * namespace they read from its root: "/../.."). */
+    if (brig_cgroup_mount_lines(&ignored) == NULL
+        || brig_read_file("/proc/self/cgroup", &host_paths, NULL, &ignored) < 0)
+        brig_error_release(&ignored);
+}
+
+/* A read-only view in a cgroup namespace is made of binds of the
+ * container's own host directories, found by the paths kept before the
+ * namespace: the kernel names a bind's root from the namespace's as it
+ * does a fresh mount's ("/"), and neither shows more. A fresh v1 mount
+ * walks every cgroup of its hierarchy under the kernel's global cgroup
+ * lock, so with a thousand containers on the host each create would wait
+ * on the others'. A writable view keeps fresh mounts: a bind is read-only. */
 static int read_view(const struct brig_rootfs_step *s, bool with_unified,
                      struct brig_cgroup_view *v, brig_error_t *err)
 {
+    const char *known = brig_cgroup_mount_lines_known();
+    bool bind = s->cgroupns && host_paths && known && (s->mount.flags & MS_RDONLY);
     cleanup_free char *mountinfo = NULL;
     cleanup_free char *cgroups = NULL;
     /* The runtime's lines from before this mount namespace was copied
      * from its own: the same mounts, for all the plan reads of them. */
-    const char *known = brig_cgroup_mount_lines_known();
     if (known && (mountinfo = strdup(known)) == NULL)
         return brig_error_set(err, ENOMEM, "mount `%s` on `%s`", source_name(s), s->path);
     if ((!known && brig_read_file("/proc/self/mountinfo", &mountinfo, NULL, err) < 0)
-        || brig_read_file("/proc/self/cgroup", &cgroups, NULL, err) < 0
-        || brig_cgroup_view_plan(mountinfo, cgroups, s->cgroupns, with_unified, v, err) < 0)
+        || (!bind && brig_read_file("/proc/self/cgroup", &cgroups, NULL, err) < 0)
+        || brig_cgroup_view_plan(mountinfo, bind ? host_paths : cgroups, s->cgroupns && !bind,
+                                 with_unified, v, err)
+               < 0)
         return brig_error_wrap(err, "mount `%s` on `%s`", source_name(s), s->path);
     return 0;
 }
