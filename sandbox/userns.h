@@ -1,7 +1,8 @@
 /* A sandbox's user namespace (`--userns auto`, the default): its ids
  * 0-65535 map to a host range of its own (idrange.h), and the shared tree
  * is seen through an id-mapped bind at DATA_DIR/tree, so its root-owned
- * files are root-owned inside without a copy or a chown. The range and
+ * files are root-owned inside without a copy or a chown. The host holds
+ * that bind while the sandbox is made (manage.c drops it after). The range and
  * the bind belong to the sandbox's data dir, as its /mnt/data image does:
  * the image's files are owned by the range's ids on the host. */
 #ifndef BRIG_SANDBOX_USERNS_H
