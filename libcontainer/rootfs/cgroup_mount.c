@@ -72,19 +72,26 @@ void brig_rootfs_cgroup_keep_paths(void)
 static int read_view(const struct brig_rootfs_step *s, bool with_unified,
                      struct brig_cgroup_view *v, brig_error_t *err)
 {
-    const char *known = brig_cgroup_mount_lines_known();
-    bool bind = s->cgroupns && host_paths && known && (s->mount.flags & MS_RDONLY);
-    cleanup_free char *mountinfo = NULL;
-    cleanup_free char *cgroups = NULL;
     /* The runtime's lines from before this mount namespace was copied
      * from its own: the same mounts, for all the plan reads of them. */
-    if (known && (mountinfo = strdup(known)) == NULL)
+    const char *known = brig_cgroup_mount_lines_known();
+    cleanup_free char *mountinfo = known ? strdup(known) : NULL;
+    cleanup_free char *cgroups = NULL;
+    if (known && mountinfo == NULL)
         return brig_error_set(err, ENOMEM, "mount `%s` on `%s`", source_name(s), s->path);
-    if ((!known && brig_read_file("/proc/self/mountinfo", &mountinfo, NULL, err) < 0)
-        || (!bind && brig_read_file("/proc/self/cgroup", &cgroups, NULL, err) < 0)
-        || brig_cgroup_view_plan(mountinfo, bind ? host_paths : cgroups, s->cgroupns && !bind,
-                                 with_unified, v, err)
-               < 0)
+    if (!known && brig_read_file("/proc/self/mountinfo", &mountinfo, NULL, err) < 0)
+        return brig_error_wrap(err, "mount `%s` on `%s`", source_name(s), s->path);
+    /* Binds where the host's mounts reach the container's directories (a
+     * runtime in a cgroup namespace of its own may see them outside its
+     * mounts' roots); fresh mounts otherwise. */
+    if (s->cgroupns && host_paths && known && (s->mount.flags & MS_RDONLY)) {
+        brig_error_t ignored = NULL;
+        if (brig_cgroup_view_plan(mountinfo, host_paths, false, with_unified, v, &ignored) == 0)
+            return 0;
+        brig_error_release(&ignored);
+    }
+    if (brig_read_file("/proc/self/cgroup", &cgroups, NULL, err) < 0
+        || brig_cgroup_view_plan(mountinfo, cgroups, s->cgroupns, with_unified, v, err) < 0)
         return brig_error_wrap(err, "mount `%s` on `%s`", source_name(s), s->path);
     return 0;
 }

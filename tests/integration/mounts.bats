@@ -252,6 +252,28 @@ v1_host_names() {
 	done
 }
 
+# cgroupns_view ID MODE: the container's hierarchies, each with its root
+# shown as / and mounted MODE (ro or rw).
+cgroupns_view() {
+	run brig run "$1"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -gt 1 ]
+	for line in "${lines[@]}"; do
+		[[ "$line" == "/ /sys/fs/cgroup/"*" $2,"* ]] || fail "$2: $line"
+	done
+}
+
+@test "on a cgroup v1 host, a cgroup namespace sees each hierarchy's root as /, read-only or writable" {
+	[ -n "$(v1_host_names)" ] || skip "the host has no cgroup v1 hierarchy"
+	set_args sh -c 'grep " /sys/fs/cgroup/" /proc/self/mountinfo | cut -d" " -f4-6'
+	# Read-only: the container's own directories bound from the host.
+	cgroupns_view "$CID-ro" ro
+	# Writable: mounted afresh in the namespace.
+	update_config '(.mounts[] | select(.destination == "/sys/fs/cgroup") | .options) |= map(select(. != "ro"))'
+	cgroupns_view "$CID-rw" rw
+}
+
 @test "/dev has the standard devices and links" {
 	set_args sh -c '
 		for f in null zero full random urandom tty ptmx; do
