@@ -103,12 +103,18 @@ done
 if [ -n "$need" ]; then
 	echo "run.sh: installing$need" >&2
 	export DEBIAN_FRONTEND=noninteractive
-	# Boots may start at once (tests/check-integration.sh runs two): apt
-	# waits for another's lock instead of failing.
+	# Boots may start at once (tests/check-integration.sh runs two lanes):
+	# one installs at a time, the other waits and finds the packages in.
+	# apt's own timeout waits for dpkg's lock, not for the lists' lock that
+	# `apt-get update` takes (a fresh CI machine's second lane failed on
+	# it); the flock covers both.
+	mkdir -p "$cache" || die "cannot create $cache"
 	lock="-o DPkg::Lock::Timeout=600"
 	# shellcheck disable=SC2086 # a list of package names, and the option
-	{ apt-get update -qq $lock && apt-get install -y -qq $lock --no-install-recommends $need; } >&2 ||
-		die "could not install$need"
+	{
+		flock -w 1800 9 || die "waited 30 minutes for another boot's install of$need"
+		apt-get update -qq $lock && apt-get install -y -qq $lock --no-install-recommends $need
+	} 9>"$cache/.install.lock" >&2 || die "could not install$need"
 fi
 
 # --- kernel and initramfs -----------------------------------------------------
