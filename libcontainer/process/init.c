@@ -181,7 +181,7 @@ int brig_init_exec(const struct brig_init_config *cfg, int sync_fd, int fifo_fd,
     /* Now that we are in the container's cgroup, a new cgroup namespace
      * makes that cgroup the container's "/". */
     if (spec_new_ns(spec, BRIG_NS_CGROUP)) {
-        brig_rootfs_cgroup_keep_paths();
+        brig_rootfs_cgroup_keep_paths(cfg->rootfs_plan);
         if (unshare(CLONE_NEWCGROUP) < 0)
             return brig_error_set(err, errno, "create cgroup namespace");
     }

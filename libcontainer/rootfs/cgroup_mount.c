@@ -50,11 +50,32 @@ static int view_error(brig_error_t *err, int errnum, const struct brig_rootfs_st
 /* /proc/self/cgroup as the init read it before its cgroup namespace. */
 static char *host_paths;
 
-void brig_rootfs_cgroup_keep_paths(void)
+/* A cgroup v1 view that can be binds: read-only, in a cgroup namespace. */
+static bool bind_view(const struct brig_rootfs_step *s)
+{
+    return s->kind == BRIG_STEP_MOUNT && s->mount_kind == BRIG_MOUNT_CGROUP && s->cgroupns
+           && (s->mount.flags & MS_RDONLY) && s->fstype && strcmp(s->fstype, "cgroup") == 0;
+}
+
+static bool plan_has_bind_view(const struct brig_rootfs_plan *plan)
+{
+    enum brig_cgroup_layout layout = brig_cgroup_layout();
+    if (plan == NULL
+        || (layout != BRIG_CGROUP_LAYOUT_HYBRID && layout != BRIG_CGROUP_LAYOUT_LEGACY))
+        return false;
+    for (size_t i = 0; i < plan->n_steps; i++)
+        if (bind_view(&plan->steps[i]))
+            return true;
+    return false;
+}
+
+void brig_rootfs_cgroup_keep_paths(const struct brig_rootfs_plan *plan)
 {
     brig_error_t ignored = NULL;
     free(host_paths);
     host_paths = NULL;
+    if (!plan_has_bind_view(plan))
+        return;
     /* The mounts' lines too, while their roots read as the host's (in the
      * namespace they read from its root: "/../.."). */
     if (brig_cgroup_mount_lines(&ignored) == NULL
@@ -84,7 +105,7 @@ static int read_view(const struct brig_rootfs_step *s, bool with_unified,
     /* Binds where the host's mounts reach the container's directories (a
      * runtime in a cgroup namespace of its own may see them outside its
      * mounts' roots); fresh mounts otherwise. */
-    if (s->cgroupns && host_paths && known && (s->mount.flags & MS_RDONLY)) {
+    if (bind_view(s) && host_paths && known) {
         brig_error_t ignored = NULL;
         if (brig_cgroup_view_plan(mountinfo, host_paths, false, with_unified, v, &ignored) == 0)
             return 0;

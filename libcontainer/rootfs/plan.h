@@ -155,11 +155,12 @@ int brig_rootfs_prepare(const struct brig_rootfs_plan *plan, brig_error_t *err);
 int brig_rootfs_pivot(const struct brig_rootfs_plan *plan, brig_error_t *err);
 int brig_rootfs_finish(const struct brig_rootfs_plan *plan, brig_error_t *err);
 
-/* The init, right before it unshares its cgroup namespace: its
- * /proc/self/cgroup kept, the container's cgroups by their host paths, for
- * a read-only cgroup view made of binds (cgroup_mount.c). Best effort:
- * without it the view is made of fresh mounts. */
-void brig_rootfs_cgroup_keep_paths(void);
+/* The init, right before it unshares its cgroup namespace: when the plan
+ * has a read-only cgroup v1 view, its /proc/self/cgroup kept, the
+ * container's cgroups by their host paths, for a view made of binds
+ * (cgroup_mount.c). Nothing read otherwise (a v2 host, no cgroup mount).
+ * Best effort: without them the view is made of fresh mounts. */
+void brig_rootfs_cgroup_keep_paths(const struct brig_rootfs_plan *plan);
 
 /* Names for tests and debugging: "mount", "pivot_root", ... */
 const char *brig_rootfs_step_name(enum brig_rootfs_step_kind kind);
