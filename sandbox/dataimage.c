@@ -9,17 +9,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <dirent.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
 #include "sandbox/layout.h"
 
 #define EXT4_MAGIC 0xEF53
+#define EXT4_ROOT_INO 2
 
 /* mkfs.ext4 on the image: no reserved blocks (the user gets the whole
  * quota), the root directory owned by the sandbox user, lazy init so a
@@ -206,6 +210,129 @@ static bool is_mounted_ext4(const char *mnt)
     return here.st_dev != parent.st_dev;
 }
 
+/* The loop device `dev` reads from the file `image`: its backing file,
+ * as sysfs names it, is that same inode. */
+static bool loop_backs(dev_t dev, const struct stat *image)
+{
+    char path[96], file[4096];
+    snprintf(path, sizeof path, "/sys/dev/block/%u:%u/loop/backing_file", major(dev), minor(dev));
+    cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, file, sizeof file - 1);
+    if (n <= 1)
+        return false;
+    file[n - (file[n - 1] == '\n')] = '\0';
+    struct stat st;
+    return stat(file, &st) == 0 && st.st_dev == image->st_dev && st.st_ino == image->st_ino;
+}
+
+int brig_data_image_verify(int fd, const char *dir, brig_error_t *err)
+{
+    cleanup_free char *image = NULL;
+    if (asprintf(&image, "%s/%s", dir, BRIG_DATA_IMAGE) < 0) {
+        image = NULL;
+        return brig_error_set(err, ENOMEM, "data image");
+    }
+    struct statfs sf;
+    struct stat top, img;
+    if (fstatfs(fd, &sf) < 0 || fstat(fd, &top) < 0)
+        return brig_error_set(err, errno, "data of `%s`", dir);
+    if (stat(image, &img) < 0)
+        return brig_error_set(err, errno, "`%s`", image);
+    if (sf.f_type != EXT4_MAGIC || top.st_ino != EXT4_ROOT_INO || !loop_backs(top.st_dev, &img))
+        return brig_error_set(err, ENOENT, "`%s` is not mounted", image);
+    return 0;
+}
+
+/* A loop device bound to the image already (a sandbox's own mount holds
+ * it, or one that is going away): its path in `path`. */
+static bool bound_loop(const struct stat *image, char path[64])
+{
+    cleanup_dir DIR *d = opendir("/sys/block");
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        unsigned maj, min;
+        char devfile[300], num[32];
+        if (strncmp(e->d_name, "loop", 4) != 0 || strlen(e->d_name) > 40)
+            continue;
+        snprintf(devfile, sizeof devfile, "/sys/block/%s/dev", e->d_name);
+        cleanup_close int fd = open(devfile, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd < 0 ? -1 : read(fd, num, sizeof num - 1);
+        if (n <= 0)
+            continue;
+        num[n] = '\0';
+        if (sscanf(num, "%u:%u", &maj, &min) == 2 && loop_backs(makedev(maj, min), image)) {
+            snprintf(path, 64, "/dev/%s", e->d_name);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The image mounted at mnt from `loop`, checked after: a bound device
+ * found may have been freed and bound again to another image before the
+ * mount. 1 when it was not the image's (unmounted again). */
+static int mount_checked(const char *loop, const char *mnt, const struct stat *img,
+                         brig_error_t *err)
+{
+    /* noinit_itable: the inode tables of a sparse image read as zeros
+     * already, and ext4 would otherwise zero them all again in the
+     * background (128 MiB for 8 GiB) through the loop device, with page
+     * cache pinned while it does, for every sandbox made.
+     * no_prefetch_block_bitmaps: nor read every group's block bitmap in
+     * that same background thread; the allocator reads one when it first
+     * looks at its group, which a small workspace seldom leaves. */
+    if (mount(loop, mnt, "ext4", MS_NOSUID | MS_NODEV,
+              "errors=remount-ro,noinit_itable,no_prefetch_block_bitmaps")
+        < 0)
+        return brig_error_set(err, errno, "mount `%s` on `%s`", loop, mnt);
+    struct stat top;
+    cleanup_close int fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd >= 0 && fstat(fd, &top) == 0 && loop_backs(top.st_dev, img))
+        return 0;
+    umount2(mnt, MNT_DETACH | UMOUNT_NOFOLLOW);
+    return 1;
+}
+
+/* The image at fd mounted at mnt. An image a loop device is bound to
+ * already (a sandbox's own mount of it holds the device) is mounted from
+ * that device: the same file system, never a second one writing the same
+ * blocks. A device going away as it is mounted fails that mount; a later
+ * try finds it gone, and binds a device of its own. */
+static int mount_image(int fd, const char *image, const char *mnt, bool fresh, brig_error_t *err)
+{
+    struct stat img;
+    if (fstat(fd, &img) < 0)
+        return brig_error_set(err, errno, "`%s`", image);
+    /* Two mounts of a stopped sandbox's image at once (a copy, a create)
+     * take turns: each binding a device of its own would make two file
+     * systems of it. The second finds the first's mount. The lock is on
+     * an open of its own: a loop device keeps the one it is given. */
+    cleanup_close int lock = fresh ? -1 : open(image, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (!fresh && (lock < 0 || flock(lock, LOCK_EX) < 0))
+        return brig_error_set(err, errno, "lock `%s`", image);
+    if (!fresh && is_mounted_ext4(mnt))
+        return 0;
+    for (int attempt = 0; attempt < 50; attempt++) {
+        char loop[64];
+        if (!fresh && bound_loop(&img, loop)) {
+            brig_error_t failed = NULL;
+            int r = mount_checked(loop, mnt, &img, &failed);
+            brig_error_release(&failed);
+            if (r == 0)
+                return 0;
+            usleep(20000);
+            continue;
+        }
+        cleanup_close int loop_fd = brig_loop_attach(fd, false, loop, err);
+        if (loop_fd < 0)
+            return brig_error_wrap(err, "data image `%s`", image);
+        int r = mount_checked(loop, mnt, &img, err);
+        if (r <= 0)
+            return r;
+    }
+    return brig_error_set(err, EBUSY, "mount `%s`: its loop device stays busy", image);
+}
+
 int brig_data_image_setup(const char *dir, int64_t size, uid_t uid, gid_t gid, brig_error_t *err)
 {
     cleanup_free char *image = NULL, *mnt = NULL;
@@ -218,7 +345,7 @@ int brig_data_image_setup(const char *dir, int64_t size, uid_t uid, gid_t gid, b
         return brig_error_set(err, errno, "mkdir `%s`", mnt);
     if (is_mounted_ext4(mnt))
         return 0;
-    bool copied = false;
+    bool copied = false, fresh = true;
     cleanup_close int fd = open(image, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd >= 0) {
         if (format(fd, image, size, uid, gid, &copied, err) < 0) {
@@ -226,27 +353,15 @@ int brig_data_image_setup(const char *dir, int64_t size, uid_t uid, gid_t gid, b
             return -1;
         }
     } else if (errno == EEXIST) {
+        fresh = false;
         fd = open(image, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0)
             return brig_error_set(err, errno, "open `%s`", image);
     } else {
         return brig_error_set(err, errno, "create `%s`", image);
     }
-    char loop[64];
-    cleanup_close int loop_fd = brig_loop_attach(fd, false, loop, err);
-    if (loop_fd < 0)
-        return brig_error_wrap(err, "data image `%s`", image);
-    /* noinit_itable: the inode tables of a sparse image read as zeros
-     * already, and ext4 would otherwise zero them all again in the
-     * background (128 MiB for 8 GiB) through the loop device, with page
-     * cache pinned while it does, for every sandbox made.
-     * no_prefetch_block_bitmaps: nor read every group's block bitmap in
-     * that same background thread; the allocator reads one when it first
-     * looks at its group, which a small workspace seldom leaves. */
-    if (mount(loop, mnt, "ext4", MS_NOSUID | MS_NODEV,
-              "errors=remount-ro,noinit_itable,no_prefetch_block_bitmaps")
-        < 0)
-        return brig_error_set(err, errno, "mount `%s` on `%s`", loop, mnt);
+    if (mount_image(fd, image, mnt, fresh, err) < 0)
+        return -1;
     if (copied && chown(mnt, uid, gid) < 0)
         return brig_error_set(err, errno, "chown `%s`", mnt);
     /* mkfs leaves lost+found, which a fresh workspace should not show. */
@@ -254,6 +369,20 @@ int brig_data_image_setup(const char *dir, int64_t size, uid_t uid, gid_t gid, b
     if (asprintf(&lf, "%s/lost+found", mnt) >= 0)
         rmdir(lf);
     return 0;
+}
+
+int brig_data_image_mount(const char *dir, brig_error_t *err)
+{
+    cleanup_free char *image = NULL, *mnt = NULL;
+    if (asprintf(&image, "%s/%s", dir, BRIG_DATA_IMAGE) < 0
+        || asprintf(&mnt, "%s/%s", dir, BRIG_DATA_MOUNT) < 0)
+        return brig_error_set(err, ENOMEM, "data image");
+    cleanup_close int fd = open(image, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return brig_error_set(err, errno, "open `%s`", image);
+    if (mkdir(mnt, 0700) < 0 && errno != EEXIST)
+        return brig_error_set(err, errno, "mkdir `%s`", mnt);
+    return is_mounted_ext4(mnt) ? 0 : mount_image(fd, image, mnt, false, err);
 }
 
 int brig_data_image_unmount(const char *dir, brig_error_t *err)
@@ -269,16 +398,11 @@ int brig_data_image_unmount(const char *dir, brig_error_t *err)
     return 0;
 }
 
-int brig_data_image_usage(const char *dir, uint64_t *used, uint64_t *size, brig_error_t *err)
+int brig_data_image_usage(int fd, uint64_t *used, uint64_t *size, brig_error_t *err)
 {
-    cleanup_free char *mnt = NULL;
-    if (asprintf(&mnt, "%s/%s", dir, BRIG_DATA_MOUNT) < 0)
-        return brig_error_set(err, ENOMEM, "data image");
-    if (!is_mounted_ext4(mnt))
-        return brig_error_set(err, ENOENT, "`%s` is not mounted", mnt);
     struct statfs sf;
-    if (statfs(mnt, &sf) < 0)
-        return brig_error_set(err, errno, "statfs `%s`", mnt);
+    if (fstatfs(fd, &sf) < 0)
+        return brig_error_set(err, errno, "statfs of the data");
     *size = (uint64_t) sf.f_blocks * (uint64_t) sf.f_bsize;
     *used = (uint64_t) (sf.f_blocks - sf.f_bfree) * (uint64_t) sf.f_bsize;
     return 0;

@@ -5,6 +5,8 @@
  *
  *   HOME/ID/bundle/config.json   the spec the sandbox was created from
  *   HOME/ID/data.img, data/      /mnt/data and where the host mounts it
+ *                                (until created; again once stopped)
+ *   HOME/ID/init.pid             the init that holds the data's mount
  *   HOME/ID/checkpoint/          criu's images (the default place)
  *
  * The container itself lives in the state root like any other; its id is

@@ -23,6 +23,7 @@
 #include "sandbox/reaper.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/template.h"
+#include "sandbox/transfer.h"
 #include "sandbox/userns.h"
 #include "spec/spec.h"
 
@@ -126,6 +127,19 @@ static void drop_host_tree(const char *id, const char *dir, brig_error_t *warnin
     brig_error_release(&e);
 }
 
+/* Nor of its data: the sandbox's own mount is the only one while it runs
+ * (transfer.h reaches it through its init, recorded here). A failed drop
+ * is a warning, as the tree's. */
+static void drop_host_data(const char *id, const char *dir, pid_t pid, brig_error_t *warning)
+{
+    brig_error_t e = NULL;
+    if (brig_sandbox_data_record_init(dir, pid, &e) == 0 && brig_data_image_unmount(dir, &e) == 0)
+        return;
+    if (*warning == NULL)
+        brig_error_set(warning, 0, "sandbox `%s`: %s", id, e->msg);
+    brig_error_release(&e);
+}
+
 /* The bundle loaded, the profile applied with the sandbox's data dir, and
  * the container created and started. */
 static int start(const struct brig_sandbox_create_options *o, char *dir, const char *bundle,
@@ -160,8 +174,10 @@ static int start(const struct brig_sandbox_create_options *o, char *dir, const c
         r = brig_sandbox_prepare(&c, BRIG_PROFILE_SANDBOX, &s, &use, err);
     if (r == 0)
         r = brig_container_create_started(&c, &pid, &created, warning, err);
-    if (r == 0)
+    if (r == 0) {
         drop_host_tree(o->id, dir, warning);
+        drop_host_data(o->id, dir, pid, warning);
+    }
     if (r == 0 && use.notice && *warning == NULL)
         brig_error_set(warning, 0, "sandbox `%s`: %s", o->id, use.notice);
     brig_bundle_clear(&b);
@@ -411,7 +427,9 @@ static bool fill_entry(const char *root, struct brig_sandbox_entry *e)
     e->mtime = st.st_mtime;
     e->has_container = container_status(root, e->id, &e->status);
     brig_error_t err = NULL;
-    e->data_mounted = brig_data_image_usage(dir, &e->data_used, &e->data_size, &err) == 0;
+    cleanup_close int data = brig_sandbox_data_open(e->id, false, &err);
+    e->data_mounted = data >= 0
+                      && brig_data_image_usage(data, &e->data_used, &e->data_size, &err) == 0;
     brig_error_release(&err);
     /* A record that can't be read shows as no limits (the reaper logs it). */
     struct brig_sandbox_lifetime l;

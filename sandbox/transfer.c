@@ -41,22 +41,81 @@ int brig_sandbox_data_relpath(const char *path, char **rel, brig_error_t *err)
     return *rel ? 0 : brig_error_set(err, ENOMEM, CP);
 }
 
-int brig_sandbox_data_open_tree(const char *id, brig_error_t *err)
+#define INIT_RECORD "init.pid"
+
+int brig_sandbox_data_record_init(const char *dir, pid_t pid, brig_error_t *err)
+{
+    cleanup_free char *path = NULL;
+    if (asprintf(&path, "%s/%s", dir, INIT_RECORD) < 0) {
+        path = NULL;
+        return brig_error_set(err, ENOMEM, "sandbox init record");
+    }
+    cleanup_close int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0 || dprintf(fd, "%d\n", (int) pid) < 0)
+        return brig_error_set(err, errno, "write `%s`", path);
+    return 0;
+}
+
+/* The recorded init's /mnt/data: its root, then the path in it (which
+ * no link of the sandbox's can lead out of). -1 when there is none. */
+static int open_in_init(const char *dir)
+{
+    char buf[32], proc[64];
+    cleanup_close int rec = openat(AT_FDCWD, dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    cleanup_close int fd = rec < 0 ? -1
+                                   : openat(rec, INIT_RECORD, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    long pid = strtol(buf, NULL, 10);
+    if (pid <= 0)
+        return -1;
+    snprintf(proc, sizeof proc, "/proc/%ld/root", pid);
+    cleanup_close int root = open(proc, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    return root < 0 ? -1
+                    : brig_path_try_open_in_root(root, BRIG_SANDBOX_DATA + 1,
+                                                 O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+}
+
+/* fd when it is the root of dir's image, else -1 (fd closed). */
+static int checked(int fd, const char *dir)
+{
+    brig_error_t ignored = NULL;
+    if (fd >= 0 && brig_data_image_verify(fd, dir, &ignored) == 0)
+        return fd;
+    brig_error_release(&ignored);
+    if (fd >= 0)
+        close(fd);
+    return -1;
+}
+
+int brig_sandbox_data_open(const char *id, bool mount, brig_error_t *err)
 {
     cleanup_free char *dir = NULL, *mnt = NULL;
     if (brig_sandbox_dir(id, &dir, err) < 0)
         return -1;
-    /* Only a mounted image: the bare mount point would take the file
-     * onto the host's disk, past the quota and gone at the next mount. */
-    uint64_t used, size;
-    if (brig_data_image_usage(dir, &used, &size, err) < 0)
-        return brig_error_wrap(err, "sandbox `%s`", id);
     if (asprintf(&mnt, "%s/%s", dir, BRIG_DATA_MOUNT) < 0) {
         mnt = NULL;
         return brig_error_set(err, ENOMEM, CP);
     }
-    int fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    return fd < 0 ? brig_error_set(err, errno, "open `%s`", mnt) : fd;
+    /* Never the bare mount point: what went there would land on the
+     * host's disk, past the quota and hidden at the next mount. */
+    int fd = checked(open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW), dir);
+    if (fd < 0)
+        fd = checked(open_in_init(dir), dir);
+    if (fd >= 0)
+        return fd;
+    if (mount && brig_data_image_mount(dir, err) < 0)
+        return brig_error_wrap(err, "sandbox `%s`", id);
+    if (mount)
+        fd = checked(open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW), dir);
+    return fd >= 0 ? fd : brig_error_set(err, ENOENT, "sandbox `%s`: its data is not mounted", id);
+}
+
+int brig_sandbox_data_open_tree(const char *id, brig_error_t *err)
+{
+    return brig_sandbox_data_open(id, true, err);
 }
 
 static bool ends_in_slash(const char *path)

@@ -5,11 +5,12 @@
  * reaches the host through one. A final symlink is never followed at all.
  * Files copied in belong to the sandbox user.
  *
- * The fd-level functions take the data tree open (the host's mount of
- * the image, dataimage.h); the copies find it from the sandbox's id. */
+ * The fd-level functions take the data tree open (dataimage.h); the
+ * copies find it from the sandbox's id. */
 #ifndef BRIG_SANDBOX_TRANSFER_H
 #define BRIG_SANDBOX_TRANSFER_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "base/error.h"
@@ -19,8 +20,19 @@
  * other absolute path is the error "only /mnt/data is reachable". */
 int brig_sandbox_data_relpath(const char *path, char **rel, brig_error_t *err);
 
-/* The data tree of a sandbox whose data is mounted: a directory fd. */
+/* The data tree of a sandbox, a directory fd: the host's mount of its
+ * image where there is one, else its init's (a running sandbox holds the
+ * only mount), else, when `mount` is set, the image mounted on the host
+ * again (a stopped sandbox's). Each is checked to be the image's own file
+ * system first. ENOENT when there is none. */
+int brig_sandbox_data_open(const char *id, bool mount, brig_error_t *err);
+
+/* brig_sandbox_data_open, mounting when it has to. */
 int brig_sandbox_data_open_tree(const char *id, brig_error_t *err);
+
+/* Where a running sandbox's init is recorded (its host pid), once its
+ * host mount of the data is gone. */
+int brig_sandbox_data_record_init(const char *dir, pid_t pid, brig_error_t *err);
 
 /* Where a file named `src` (a path: its last component counts) copied to
  * `rel` lands in the tree: `rel`, or rel/NAME when `rel` is a directory

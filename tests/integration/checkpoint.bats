@@ -228,7 +228,9 @@ time.sleep(1000)'
 	EOF
 	brig_detached sandbox create --rootfs "$tree" --services "$BATS_TEST_TMPDIR/services.conf" \
 		--memory 96M --pids 40 sb
-	local data=$BRIG_SANDBOX_DIR/sb/data
+	# The host reaches its data through its init: it holds no mount of it.
+	local data
+	data=/proc/$(container_pid sb)/root/mnt/data
 	wait_for_file_present "$data/starts"
 	secret=$(cat "$data/starts")
 	[ -n "$secret" ]
@@ -245,12 +247,13 @@ time.sleep(1000)'
 	brig_detached sandbox restore sb
 
 	[ "$(container_status sb)" = running ]
+	pid=$(container_pid sb)
+	data=/proc/$pid/root/mnt/data
 	touch "$data/ask"
 	wait_for_file_present "$data/answer"
 	[ "$(cat "$data/answer")" = "$secret" ]
 	[ "$(cat "$data/starts")" = "$secret" ]
 	[ "$(cat "$data/before.txt")" = kept ]
-	pid=$(container_pid sb)
 	[ "$(cat "/proc/$pid/comm")" = brig-init ]
 	# Restored into the same range: the same maps, the same host ids.
 	[ "$(awk '{print $1, $2, $3}' "/proc/$pid/uid_map")" = "0 $range_uid 65536" ]

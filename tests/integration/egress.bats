@@ -283,7 +283,9 @@ print(ok, failed)' "http://127.0.0.1:$TEST_PORT/blob" >"$BATS_TEST_TMPDIR/$id.go
 	[ "$(cat "/proc/$keeper/comm")" = brig-egress ] || fail "no keeper for $pid"
 	# A process already in e2 tries the proxy once told to, after the kill
 	# (an exec would start the proxy again first).
-	rm -f "$BRIG_SANDBOX_DIR/e2/data/go" "$BRIG_SANDBOX_DIR/e2/data/tried"
+	local data
+	data=$(sb_data e2)
+	rm -f "$data/go" "$data/tried"
 	sb exec e2 -- python3 -c '
 import os, socket, time
 while not os.path.exists("/mnt/data/go"):
@@ -296,10 +298,10 @@ except OSError as e:
 open("/mnt/data/tried", "w").write(out)' &
 	sleep 1
 	kill -9 "$keeper" "$pid"
-	touch "$BRIG_SANDBOX_DIR/e2/data/go"
+	touch "$data/go"
 	wait
 	# Nothing listened in the sandbox: refused, never let through.
-	[ "$(cat "$BRIG_SANDBOX_DIR/e2/data/tried")" = "Connection refused" ]
+	[ "$(cat "$data/tried")" = "Connection refused" ]
 	# The next exec starts it again; both sandboxes are served without a
 	# restart of either.
 	run fetch e1 "$MIRROR/dists/$SUITE/Release"

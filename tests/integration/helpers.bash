@@ -508,6 +508,12 @@ sb() {
 	timeout -k 5 "$BRIG_TEST_TIMEOUT" "$BRIG" --root "$SB_ROOT" sandbox "$@"
 }
 
+# sb_data ID: where the host reaches a running sandbox's /mnt/data: through
+# its init, whose mount of it is the only one.
+sb_data() {
+	echo "/proc/$("$BRIG" --root "$SB_ROOT" state "$1" | jq -r .pid)/root/mnt/data"
+}
+
 # require_sandboxes ID...: in setup, each sandbox that setup_file created
 # runs, or the test fails with what its create said
 # ($BATS_FILE_TMPDIR/ID.out).

@@ -33,7 +33,7 @@ setup_file() {
 
 teardown_file() {
 	[ -n "${SB_ROOT:-}" ] || return 0
-	for id in s1 s2; do
+	for id in s1 s2 g1 g2 g3; do
 		"$BRIG" --root "$SB_ROOT" sandbox rm "$id" >/dev/null 2>&1 || true
 	done
 	stop_file_proxies
@@ -329,6 +329,30 @@ X 9" ] || fail "$output"
 	[ "$output" = kept ] || fail "after the restart: $output"
 }
 
+@test "sandbox: the host holds no mount of a running sandbox's data; cp and ls reach it through its init" {
+	refute grep -q " $BRIG_SANDBOX_DIR/s1/data " /proc/self/mountinfo
+	pid=$("$BRIG" --root "$SB_ROOT" state s1 | jq -r .pid)
+	grep -qE " /mnt/data .* - ext4 " "/proc/$pid/mountinfo"
+	echo one >"$SB_HOST/held.txt"
+	sb cp "$SB_HOST/held.txt" s1:/mnt/data/held.txt
+	[ "$(in_s1 'cat /mnt/data/held.txt')" = one ]
+	used=$(sb ls | awk '$1 == "s1" { print $NF }')
+	[[ "$used" =~ ^[0-9.]+[KMGT]?/[0-9.]+[KMGT]?$ ]] || fail "s1's data in ls: $used"
+	refute grep -q " $BRIG_SANDBOX_DIR/s1/data " /proc/self/mountinfo
+	# A record that names another process is not taken for the init: the
+	# copy mounts the image on the host again, from the loop device the
+	# sandbox holds, so it is the same file system, never a second one.
+	cp "$BRIG_SANDBOX_DIR/s1/init.pid" "$SB_HOST/init.pid"
+	echo 1 >"$BRIG_SANDBOX_DIR/s1/init.pid"
+	echo two >"$SB_HOST/held.txt"
+	sb cp "$SB_HOST/held.txt" s1:/mnt/data/held.txt
+	cp "$SB_HOST/init.pid" "$BRIG_SANDBOX_DIR/s1/init.pid"
+	[ "$(in_s1 'cat /mnt/data/held.txt')" = two ]
+	[ "$(losetup -j "$BRIG_SANDBOX_DIR/s1/data.img" | wc -l)" -eq 1 ]
+	grep -q " $BRIG_SANDBOX_DIR/s1/data " /proc/self/mountinfo
+	in_s1 'rm /mnt/data/held.txt'
+}
+
 @test "sandbox cp: in and out of /mnt/data, never out of it through a symlink" {
 	printf 'a,b\n1,2\n' >"$SB_HOST/data.csv"
 	sb cp "$SB_HOST/data.csv" s1:/mnt/data/
@@ -403,8 +427,9 @@ X 9" ] || fail "$output"
 	[ "$(sb exec g2 -- cat /mnt/data/f)" = two ]
 	# The image's inode tables are holes, zeros already: ext4 is told so,
 	# and does not write them all again in the background.
-	grep -E " $BRIG_SANDBOX_DIR/g1/data .* - ext4 " /proc/self/mountinfo | grep -q noinit_itable ||
-		fail "g1's data is mounted without noinit_itable: $(grep " $BRIG_SANDBOX_DIR/g1/data " /proc/self/mountinfo)"
+	pid=$("$BRIG" --root "$SB_ROOT" state g1 | jq -r .pid)
+	grep -E " /mnt/data .* - ext4 " "/proc/$pid/mountinfo" | grep -q noinit_itable ||
+		fail "g1's data is mounted without noinit_itable: $(grep " /mnt/data " "/proc/$pid/mountinfo")"
 	# Neither sandbox wrote through to the kept image: it is the same,
 	# and an empty clean file system.
 	[ "$(md5sum <"$kept")" = "$sum" ]

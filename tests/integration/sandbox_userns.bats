@@ -82,13 +82,13 @@ is_account_uid() {
 		# brig-init and an exec: the sandbox user, 1000 in the range.
 		[ "$(host_uid_of "$pid")" = $((base + 1000)) ]
 		sb exec "$id" -- sh -c 'sleep 30 & echo $! >/mnt/data/sleeper.pid; wait' &
-		for _ in $(seq 100); do [ -s "$BRIG_SANDBOX_DIR/$id/data/sleeper.pid" ] && break; sleep 0.1; done
+		for _ in $(seq 100); do [ -s "$(sb_data "$id")/sleeper.pid" ] && break; sleep 0.1; done
 		sleeper=$(pgrep -f '^sleep 30$' -U $((base + 1000)) | head -1)
 		[ -n "$sleeper" ] || fail "no sleep of $id running as host uid $((base + 1000))"
 		# The workspace's files, as the host sees them.
 		sb exec "$id" -- sh -c 'echo mine >/mnt/data/owned'
-		[ "$(stat -c '%u:%g' "$BRIG_SANDBOX_DIR/$id/data/owned")" = "$((base + 1000)):$((gbase + 1000))" ]
-		[ "$(stat -c '%u' "$BRIG_SANDBOX_DIR/$id/data")" = $((base + 1000)) ]
+		[ "$(stat -c '%u:%g' "$(sb_data "$id")/owned")" = "$((base + 1000)):$((gbase + 1000))" ]
+		[ "$(stat -c '%u' "$(sb_data "$id")")" = $((base + 1000)) ]
 		refute is_account_uid $((base + 1000))
 		refute is_account_uid "$base"
 		kill "$sleeper"
@@ -141,17 +141,28 @@ is_account_uid() {
 
 @test "userns: a process escaping a sandbox lands as its host uid and can't touch another's workspace" {
 	read -r u1_uid u1_gid < <(range_of u1)
+	read -r u2_uid _ < <(range_of u2)
 	sb exec u2 -- sh -c 'echo secret >/mnt/data/secret'
+	# The host holds no mount of u2's data: a process of u2's user is the
+	# way in (/proc/PID/root) that an escape would try.
+	sb exec u2 -- sleep 120 &
+	for _ in $(seq 100); do
+		s2=$(pgrep -f '^sleep 120$' -U $((u2_uid + 1000)) | head -1)
+		[ -n "$s2" ] && break
+		sleep 0.1
+	done
+	[ -n "$s2" ] || fail "no sleep of u2's user on the host"
 	as_u1() {
 		setpriv --reuid=$((u1_uid + 1000)) --regid=$((u1_gid + 1000)) --clear-groups -- "$@"
 	}
-	run as_u1 cat "$BRIG_SANDBOX_DIR/u2/data/secret"
+	u2_data=/proc/$s2/root/mnt/data
+	run as_u1 cat "$u2_data/secret"
 	[ "$status" -ne 0 ]
 	[[ "$output" == *"Permission denied"* ]]
-	run as_u1 sh -c "echo x >'$BRIG_SANDBOX_DIR/u2/data/planted'"
+	run as_u1 sh -c "echo x >'$u2_data/planted'"
 	[ "$status" -ne 0 ]
 	[[ "$output" == *"Permission denied"* ]]
-	[ ! -e "$BRIG_SANDBOX_DIR/u2/data/planted" ]
+	[ ! -e "$u2_data/planted" ]
 	u2_pid=$(container_pid u2)
 	[ -n "$u2_pid" ]
 	run as_u1 kill -0 "$u2_pid"
@@ -172,16 +183,17 @@ is_account_uid() {
 	refute grep -q " $BRIG_SANDBOX_DIR/u1/tree " /proc/self/mountinfo
 	[ "$(stat -c %u "/proc/$(container_pid u1)/root/etc/passwd")" = "$u1_uid" ]
 	[ "$(stat -c %u "$ROOTFS_TREE/etc/passwd")" = 0 ]
-	# Its own workspace is its own.
-	run as_u1 cat "$BRIG_SANDBOX_DIR/u1/data/owned"
-	[ "$status" -eq 0 ]
+	# The way in is real: the host's root reads the secret through it.
+	[ "$(cat "$u2_data/secret")" = secret ]
+	kill "$s2"
+	wait
 }
 
 @test "userns: sandbox cp keeps the owner on both sides" {
 	read -r base gbase < <(range_of u1)
 	echo payload >"$BATS_TEST_TMPDIR/in.txt"
 	sb cp "$BATS_TEST_TMPDIR/in.txt" u1:/mnt/data/
-	[ "$(stat -c '%u:%g' "$BRIG_SANDBOX_DIR/u1/data/in.txt")" = "$((base + 1000)):$((gbase + 1000))" ]
+	[ "$(stat -c '%u:%g' "$(sb_data u1)/in.txt")" = "$((base + 1000)):$((gbase + 1000))" ]
 	run sb exec u1 -- sh -c 'stat -c "%U:%G" in.txt && echo more >>in.txt && cat in.txt'
 	[ "$status" -eq 0 ]
 	[ "$(squeeze "$output")" = "sandbox:sandbox payload more" ]
@@ -252,7 +264,7 @@ is_account_uid() {
 	[ "$(squeeze "$(cat "/proc/$pid/uid_map")")" = "0 0 4294967295" ]
 	[ "$(host_uid_of "$pid")" = 1000 ]
 	[ ! -e "$BRIG_SANDBOX_DIR/h1/idrange" ]
-	[ "$(stat -c %u "$BRIG_SANDBOX_DIR/h1/data")" = 1000 ]
+	[ "$(stat -c %u "$(sb_data h1)")" = 1000 ]
 	# Stopped, its data stays; recreated, it must keep the host's ids.
 	"$BRIG" --root "$SB_ROOT" kill h1 KILL
 	for _ in $(seq 100); do [ "$(container_status h1)" = stopped ] && break; sleep 0.1; done
