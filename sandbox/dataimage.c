@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/utils.h"
 #include "sandbox/layout.h"
 
 #define EXT4_MAGIC 0xEF53
@@ -210,19 +211,39 @@ static bool is_mounted_ext4(const char *mnt)
     return here.st_dev != parent.st_dev;
 }
 
-/* The loop device `dev` reads from the file `image`: its backing file,
- * as sysfs names it, is that same inode. */
-static bool loop_backs(dev_t dev, const struct stat *image)
+/* The loop device whose sysfs dir is `sysdir` reads from the file
+ * `image`: its backing file is that same inode. */
+static bool loop_backs(const char *sysdir, const struct stat *image)
 {
-    char path[96], file[4096];
-    snprintf(path, sizeof path, "/sys/dev/block/%u:%u/loop/backing_file", major(dev), minor(dev));
-    cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd < 0 ? -1 : read(fd, file, sizeof file - 1);
-    if (n <= 1)
+    cleanup_free char *path = NULL, *file = NULL;
+    brig_error_t ignored = NULL;
+    size_t n = 0;
+    if (asprintf(&path, "%s/loop/backing_file", sysdir) < 0) {
+        path = NULL;
         return false;
-    file[n - (file[n - 1] == '\n')] = '\0';
+    }
+    if (brig_read_file(path, &file, &n, &ignored) < 0) {
+        brig_error_release(&ignored);
+        return false;
+    }
+    if (n > 0 && file[n - 1] == '\n')
+        file[n - 1] = '\0';
     struct stat st;
     return stat(file, &st) == 0 && st.st_dev == image->st_dev && st.st_ino == image->st_ino;
+}
+
+/* fd is the root of the image's file system: ext4's root directory, on a
+ * loop device that reads from the image. */
+static bool is_image_root(int fd, const struct stat *image)
+{
+    struct statfs sf;
+    struct stat top;
+    char sysdir[64];
+    if (fstatfs(fd, &sf) < 0 || sf.f_type != EXT4_MAGIC || fstat(fd, &top) < 0
+        || top.st_ino != EXT4_ROOT_INO)
+        return false;
+    snprintf(sysdir, sizeof sysdir, "/sys/dev/block/%u:%u", major(top.st_dev), minor(top.st_dev));
+    return loop_backs(sysdir, image);
 }
 
 int brig_data_image_verify(int fd, const char *dir, brig_error_t *err)
@@ -232,13 +253,10 @@ int brig_data_image_verify(int fd, const char *dir, brig_error_t *err)
         image = NULL;
         return brig_error_set(err, ENOMEM, "data image");
     }
-    struct statfs sf;
-    struct stat top, img;
-    if (fstatfs(fd, &sf) < 0 || fstat(fd, &top) < 0)
-        return brig_error_set(err, errno, "data of `%s`", dir);
+    struct stat img;
     if (stat(image, &img) < 0)
         return brig_error_set(err, errno, "`%s`", image);
-    if (sf.f_type != EXT4_MAGIC || top.st_ino != EXT4_ROOT_INO || !loop_backs(top.st_dev, &img))
+    if (!is_image_root(fd, &img))
         return brig_error_set(err, ENOENT, "`%s` is not mounted", image);
     return 0;
 }
@@ -250,17 +268,11 @@ static bool bound_loop(const struct stat *image, char path[64])
     cleanup_dir DIR *d = opendir("/sys/block");
     struct dirent *e;
     while (d && (e = readdir(d)) != NULL) {
-        unsigned maj, min;
-        char devfile[300], num[32];
+        char sysdir[300];
         if (strncmp(e->d_name, "loop", 4) != 0 || strlen(e->d_name) > 40)
             continue;
-        snprintf(devfile, sizeof devfile, "/sys/block/%s/dev", e->d_name);
-        cleanup_close int fd = open(devfile, O_RDONLY | O_CLOEXEC);
-        ssize_t n = fd < 0 ? -1 : read(fd, num, sizeof num - 1);
-        if (n <= 0)
-            continue;
-        num[n] = '\0';
-        if (sscanf(num, "%u:%u", &maj, &min) == 2 && loop_backs(makedev(maj, min), image)) {
+        snprintf(sysdir, sizeof sysdir, "/sys/block/%s", e->d_name);
+        if (loop_backs(sysdir, image)) {
             snprintf(path, 64, "/dev/%s", e->d_name);
             return true;
         }
@@ -285,9 +297,8 @@ static int mount_checked(const char *loop, const char *mnt, const struct stat *i
               "errors=remount-ro,noinit_itable,no_prefetch_block_bitmaps")
         < 0)
         return brig_error_set(err, errno, "mount `%s` on `%s`", loop, mnt);
-    struct stat top;
     cleanup_close int fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd >= 0 && fstat(fd, &top) == 0 && loop_backs(top.st_dev, img))
+    if (fd >= 0 && is_image_root(fd, img))
         return 0;
     umount2(mnt, MNT_DETACH | UMOUNT_NOFOLLOW);
     return 1;
@@ -382,7 +393,7 @@ int brig_data_image_mount(const char *dir, brig_error_t *err)
         return brig_error_set(err, errno, "open `%s`", image);
     if (mkdir(mnt, 0700) < 0 && errno != EEXIST)
         return brig_error_set(err, errno, "mkdir `%s`", mnt);
-    return is_mounted_ext4(mnt) ? 0 : mount_image(fd, image, mnt, false, err);
+    return mount_image(fd, image, mnt, false, err);
 }
 
 int brig_data_image_unmount(const char *dir, brig_error_t *err)

@@ -109,33 +109,25 @@ static int write_bundle(const char *bundle, brig_error_t *err)
     return brig_write_file_atomic_at(fd, "config.json", json, strlen(json), 0600, err);
 }
 
-/* Once the sandbox is created, its init's root is its own copy of the
- * host's id-mapped bind of the tree (DATA_DIR/tree), made when its mount
- * namespace was copied from the host's. The host's bind goes: every mount
+/* Once the sandbox is created, the host's mounts of it go: every mount
  * the host holds is copied into each later sandbox's namespace and torn
  * down again with its old root, under the kernel's namespace lock, so a
- * bind kept per sandbox makes each create slower than the last. A restore
- * binds it again (lifecycle.c, setup). Best effort: a bind left behind
- * costs speed, not correctness, and `rm` removes it. */
-static void drop_host_tree(const char *id, const char *dir, brig_error_t *warning)
+ * mount kept per sandbox makes each create slower than the last.
+ * - The tree: its init's root is its own copy of the host's id-mapped bind
+ *   (DATA_DIR/tree), made when its mount namespace was copied from the
+ *   host's. A restore binds it again (lifecycle.c, setup).
+ * - The data: the sandbox's own mount is the only one while it runs
+ *   (transfer.h reaches it through its init, recorded here).
+ * Best effort: a mount left behind costs speed, not correctness, and `rm`
+ * removes it; the first failure is the warning. */
+static void drop_host_mounts(const char *id, const char *dir, pid_t pid, brig_error_t *warning)
 {
     brig_error_t e = NULL;
-    if (brig_sandbox_tree_unmount(dir, &e) == 0)
-        return;
-    if (*warning == NULL)
+    if (brig_sandbox_tree_unmount(dir, &e) < 0 && *warning == NULL)
         brig_error_set(warning, 0, "sandbox `%s`: %s", id, e->msg);
     brig_error_release(&e);
-}
-
-/* Nor of its data: the sandbox's own mount is the only one while it runs
- * (transfer.h reaches it through its init, recorded here). A failed drop
- * is a warning, as the tree's. */
-static void drop_host_data(const char *id, const char *dir, pid_t pid, brig_error_t *warning)
-{
-    brig_error_t e = NULL;
-    if (brig_sandbox_data_record_init(dir, pid, &e) == 0 && brig_data_image_unmount(dir, &e) == 0)
-        return;
-    if (*warning == NULL)
+    if ((brig_sandbox_data_record_init(dir, pid, &e) < 0 || brig_data_image_unmount(dir, &e) < 0)
+        && *warning == NULL)
         brig_error_set(warning, 0, "sandbox `%s`: %s", id, e->msg);
     brig_error_release(&e);
 }
@@ -174,10 +166,8 @@ static int start(const struct brig_sandbox_create_options *o, char *dir, const c
         r = brig_sandbox_prepare(&c, BRIG_PROFILE_SANDBOX, &s, &use, err);
     if (r == 0)
         r = brig_container_create_started(&c, &pid, &created, warning, err);
-    if (r == 0) {
-        drop_host_tree(o->id, dir, warning);
-        drop_host_data(o->id, dir, pid, warning);
-    }
+    if (r == 0)
+        drop_host_mounts(o->id, dir, pid, warning);
     if (r == 0 && use.notice && *warning == NULL)
         brig_error_set(warning, 0, "sandbox `%s`: %s", o->id, use.notice);
     brig_bundle_clear(&b);

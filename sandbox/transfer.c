@@ -17,6 +17,7 @@
 
 #include "base/cleanup.h"
 #include "base/path.h"
+#include "base/utils.h"
 #include "sandbox/dataimage.h"
 #include "sandbox/layout.h"
 #include "sandbox/lifetime.h"
@@ -45,30 +46,30 @@ int brig_sandbox_data_relpath(const char *path, char **rel, brig_error_t *err)
 
 int brig_sandbox_data_record_init(const char *dir, pid_t pid, brig_error_t *err)
 {
-    cleanup_free char *path = NULL;
-    if (asprintf(&path, "%s/%s", dir, INIT_RECORD) < 0) {
-        path = NULL;
-        return brig_error_set(err, ENOMEM, "sandbox init record");
-    }
-    cleanup_close int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 || dprintf(fd, "%d\n", (int) pid) < 0)
-        return brig_error_set(err, errno, "write `%s`", path);
-    return 0;
+    char text[32];
+    int len = snprintf(text, sizeof text, "%d\n", (int) pid);
+    cleanup_close int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return brig_error_set(err, errno, "open `%s`", dir);
+    return brig_write_file_atomic_at(fd, INIT_RECORD, text, (size_t) len, 0600, err);
 }
 
 /* The recorded init's /mnt/data: its root, then the path in it (which
  * no link of the sandbox's can lead out of). -1 when there is none. */
 static int open_in_init(const char *dir)
 {
-    char buf[32], proc[64];
-    cleanup_close int rec = openat(AT_FDCWD, dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    cleanup_close int fd = rec < 0 ? -1
-                                   : openat(rec, INIT_RECORD, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
-    if (n <= 0)
+    cleanup_free char *path = NULL, *text = NULL;
+    brig_error_t ignored = NULL;
+    char proc[64];
+    if (asprintf(&path, "%s/%s", dir, INIT_RECORD) < 0) {
+        path = NULL;
         return -1;
-    buf[n] = '\0';
-    long pid = strtol(buf, NULL, 10);
+    }
+    if (brig_read_file(path, &text, NULL, &ignored) < 0) {
+        brig_error_release(&ignored);
+        return -1;
+    }
+    long pid = strtol(text, NULL, 10);
     if (pid <= 0)
         return -1;
     snprintf(proc, sizeof proc, "/proc/%ld/root", pid);
@@ -104,13 +105,17 @@ int brig_sandbox_data_open(const char *id, bool mount, brig_error_t *err)
     int fd = checked(open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW), dir);
     if (fd < 0)
         fd = checked(open_in_init(dir), dir);
+    if (fd < 0 && mount) {
+        /* No image (no sandbox) is the same answer as no mount. */
+        if (brig_data_image_mount(dir, err) < 0 && (*err)->errnum != ENOENT)
+            return brig_error_wrap(err, "sandbox `%s`", id);
+        brig_error_release(err);
+        fd = checked(open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW), dir);
+    }
     if (fd >= 0)
         return fd;
-    if (mount && brig_data_image_mount(dir, err) < 0)
-        return brig_error_wrap(err, "sandbox `%s`", id);
-    if (mount)
-        fd = checked(open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW), dir);
-    return fd >= 0 ? fd : brig_error_set(err, ENOENT, "sandbox `%s`: its data is not mounted", id);
+    brig_error_set(err, ENOENT, "`%s` is not mounted", mnt);
+    return brig_error_wrap(err, "sandbox `%s`", id);
 }
 
 int brig_sandbox_data_open_tree(const char *id, brig_error_t *err)
