@@ -94,6 +94,26 @@ declare -a runtimes=()
 declare -A bin=()
 runsc_flags=()
 
+# clear_cgroups PREFIX...: the empty cgroups a runtime left behind for the
+# sandboxes PREFIX* (runsc's delete leaves its /ID in every hierarchy,
+# and its processes may still be on their way out): each memory cgroup
+# left would weigh on every later figure. Tried again for up to 30 s.
+clear_cgroups() {
+	local d k p left
+	for ((k = 0; k < 60; k++)); do
+		left=0
+		for p in "$@"; do
+			for d in /sys/fs/cgroup/"$p"* /sys/fs/cgroup/*/"$p"*; do
+				[ -d "$d" ] || continue
+				rmdir "$d" 2>/dev/null || left=1
+			done
+		done
+		((left)) || return 0
+		sleep 0.5
+	done
+	return 0
+}
+
 cleanup() {
 	local id
 	set +e
@@ -111,6 +131,9 @@ cleanup() {
 	for pid in $(sed -n 's/.* started pid=\([0-9]*\) .*/\1/p' "$BRIG_EGRESS_LOG" 2>/dev/null); do
 		[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = brig-egress ] && kill "$pid"
 	done
+	# What a stage could not clear in its 30 s (runsc's 1000 take long to
+	# go) is cleared now, so that no later run starts with them.
+	clear_cgroups {ready,exec,idle,d,probe}-{runsc,runc}
 	rm -rf "$work" "$states"
 }
 trap cleanup EXIT
@@ -184,24 +207,6 @@ rm_sb() { # RT ID
 	"${CMD[@]}"
 }
 export BRIG RUNC RUNSC states work tree
-
-# clear_cgroups PREFIX: the empty cgroups a runtime left behind for the
-# sandboxes PREFIX* (runsc's delete leaves its /ID in every hierarchy,
-# and its processes may still be on their way out): each memory cgroup
-# left would weigh on every later figure. Tried again for up to 30 s.
-clear_cgroups() {
-	local d k left
-	for ((k = 0; k < 60; k++)); do
-		left=0
-		for d in /sys/fs/cgroup/"$1"* /sys/fs/cgroup/*/"$1"*; do
-			[ -d "$d" ] || continue
-			rmdir "$d" 2>/dev/null || left=1
-		done
-		((left)) || return 0
-		sleep 0.5
-	done
-	return 0
-}
 
 probe() { # RT [ID]: it can start a sandbox and exec into it
 	local id=${2:-probe-$1} rc=0
