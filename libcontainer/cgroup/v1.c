@@ -146,9 +146,23 @@ static int v1_open(const char *path, struct brig_cgroup *out, brig_error_t *err)
 
 /* ---- creation ---- */
 
+/* A cpuset directory brig made copies its cpus and mems into each child
+ * the moment the child is made, so a child needs no write of its own:
+ * such a write checks the new value against every sibling and rebuilds
+ * the scheduler's domains, which costs more with every container already
+ * there. Best effort: where it fails, cpuset_inherit fills the child. */
+static void cpuset_clone_children(const char *dir)
+{
+    cleanup_close int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    brig_error_t e = NULL;
+    if (fd >= 0)
+        brig_cgroup_v1_write(fd, dir, "cgroup.clone_children", "1", &e);
+    brig_error_release(&e);
+}
+
 /* mkdir -p of dir below the mount point; *first_new is the first
  * directory it made (NULL when all were there), for the undo. */
-static int make_dirs_once(const char *mountpoint, const char *dir, char **first_new,
+static int make_dirs_once(const char *mountpoint, const char *dir, bool cpuset, char **first_new,
                           brig_error_t *err)
 {
     cleanup_free char *p = strdup(dir);
@@ -159,6 +173,8 @@ static int make_dirs_once(const char *mountpoint, const char *dir, char **first_
         if (slash)
             *slash = '\0';
         if (mkdir(p, 0755) == 0) {
+            if (cpuset)
+                cpuset_clone_children(p);
             if (*first_new == NULL && (*first_new = strdup(p)) == NULL)
                 return brig_error_set(err, ENOMEM, "cgroup");
         } else if (errno != EEXIST) {
@@ -173,11 +189,12 @@ static int make_dirs_once(const char *mountpoint, const char *dir, char **first_
 
 /* A parent seen a moment ago may be gone: another create that failed
  * removed what it made. Then the walk starts again. */
-static int make_dirs(const char *mountpoint, const char *dir, char **first_new, brig_error_t *err)
+static int make_dirs(const char *mountpoint, const char *dir, bool cpuset, char **first_new,
+                     brig_error_t *err)
 {
     *first_new = NULL;
     for (int attempt = 0;; attempt++) {
-        if (make_dirs_once(mountpoint, dir, first_new, err) == 0)
+        if (make_dirs_once(mountpoint, dir, cpuset, first_new, err) == 0)
             return 0;
         if ((*err)->errnum != ENOENT || attempt == 3)
             return -1;
@@ -246,11 +263,11 @@ static int cpuset_inherit(const char *dir, size_t from, brig_error_t *err)
 
 static int make_one(struct brig_cgroup_v1_dir *d, bool *existed, brig_error_t *err)
 {
-    if (make_dirs(d->h->mountpoint, d->path, &d->made_from, err) < 0)
+    bool cpuset = brig_cgroup_hierarchy_has(d->h, "cpuset");
+    if (make_dirs(d->h->mountpoint, d->path, cpuset, &d->made_from, err) < 0)
         return -1;
     *existed = d->made_from == NULL;
-    if (brig_cgroup_hierarchy_has(d->h, "cpuset")
-        && cpuset_inherit(d->path, strlen(d->h->mountpoint), err) < 0)
+    if (cpuset && cpuset_inherit(d->path, strlen(d->h->mountpoint), err) < 0)
         return -1;
     d->fd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (d->fd < 0)

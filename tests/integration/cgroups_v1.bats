@@ -381,6 +381,40 @@ own_cgroup() {
 	done
 }
 
+@test "v1: a cpuset parent brig makes gives each child its cpus and mems; one it found is left as it was" {
+	h=/sys/fs/cgroup/cpuset
+	made="$h/brigclone-$CID" found="$h/brigfound-$CID"
+	mkdir "$found"
+	cat "$h/cpuset.cpus" >"$found/cpuset.cpus"
+	cat "$h/cpuset.mems" >"$found/cpuset.mems"
+	clone_before=$(cat "$found/cgroup.clone_children")
+	for p in "/brigclone-$CID/p" "/brigfound-$CID/p"; do
+		b="$BATS_TEST_TMPDIR/$(basename "$(dirname "$p")")"
+		mkdir -p "$b"
+		jq --arg p "$p" --arg r "$ROOTFS" '.linux.cgroupsPath = $p | .root.path = $r | .process.args = ["sleep", "100"]' \
+			"$BUNDLE/config.json" >"$b/config.json"
+	done
+	rc=0
+	"$BRIG" --root "$ROOT" create --bundle "$BATS_TEST_TMPDIR/brigclone-$CID" "$CID-m" </dev/null >/dev/null || rc=$?
+	"$BRIG" --root "$ROOT" create --bundle "$BATS_TEST_TMPDIR/brigfound-$CID" "$CID-f" </dev/null >/dev/null || rc=$?
+	# The dirs brig made copy theirs down; the one made before it is not changed.
+	val() { cat "$1" 2>/dev/null || echo "(no $1)"; }
+	clone_made=$(val "$made/cgroup.clone_children") clone_p=$(val "$made/p/cgroup.clone_children")
+	clone_found=$(val "$found/cgroup.clone_children")
+	cpus_m=$(val "$made/p/cpuset.cpus") mems_m=$(val "$made/p/cpuset.mems")
+	cpus_f=$(val "$found/p/cpuset.cpus")
+	"$BRIG" --root "$ROOT" delete -f "$CID-m" || true
+	"$BRIG" --root "$ROOT" delete -f "$CID-f" || true
+	for d in "$made/p" "$made" "$found/p" "$found"; do
+		for c in /sys/fs/cgroup/*/; do rmdir "$c${d#"$h"/}" 2>/dev/null || true; done
+	done
+	[ "$rc" = 0 ] || fail "a create failed"
+	[ "$clone_made" = 1 ] && [ "$clone_p" = 1 ] || fail "clone_children: $clone_made, $clone_p"
+	[ "$clone_found" = "$clone_before" ] || fail "a cpuset brig did not make was changed"
+	[ "$cpus_m" = "$(cat "$h/cpuset.cpus")" ] && [ "$mems_m" = "$(cat "$h/cpuset.mems")" ] || fail "$cpus_m / $mems_m"
+	[ "$cpus_f" = "$(cat "$h/cpuset.cpus")" ] || fail "under the parent found: $cpus_f"
+}
+
 @test "v1: update changes the device list with no gap, and a device it removes is denied after" {
 	grep -q "^120 " /proc/devices && skip "major 120 is in use on this host"
 	mkdir -p "$BATS_TEST_TMPDIR/out"
