@@ -115,7 +115,8 @@ static int write_bundle(const char *bundle, brig_error_t *err)
  * mount kept per sandbox makes each create slower than the last.
  * - The tree: its init's root is its own copy of the host's id-mapped bind
  *   (DATA_DIR/tree), made when its mount namespace was copied from the
- *   host's. A restore binds it again (lifecycle.c, setup).
+ *   host's. A restore binds it again (lifecycle.c, setup), and criu's new
+ *   namespace copies it as well, so a restore drops it too.
  * - The data: the sandbox's own mount is the only one while it runs
  *   (transfer.h reaches it through its init, recorded here).
  * Best effort: a mount left behind costs speed, not correctness, and `rm`
@@ -512,11 +513,12 @@ int brig_sandbox_checkpoint(const char *root, const char *id, const char *image_
 }
 
 int brig_sandbox_restore(const char *root, const char *id, const char *image_path, bool no_cgroup,
-                         pid_t *init_pid, brig_error_t *err)
+                         pid_t *init_pid, brig_error_t *warning, brig_error_t *err)
 {
-    cleanup_free char *images = NULL, *bundle = NULL;
+    cleanup_free char *images = NULL, *bundle = NULL, *dir = NULL;
     if (image_dir(id, image_path, &images, err) < 0
-        || brig_sandbox_path(id, BRIG_SANDBOX_BUNDLE, &bundle, err) < 0)
+        || brig_sandbox_path(id, BRIG_SANDBOX_BUNDLE, &bundle, err) < 0
+        || brig_sandbox_dir(id, &dir, err) < 0)
         return -1;
     /* Its init's stdio is /dev/null again, as at create: never the
      * restoring caller's, which it would hold for its whole life (and, in
@@ -539,6 +541,7 @@ int brig_sandbox_restore(const char *root, const char *id, const char *image_pat
     pid_t init;
     if (brig_container_restore(&o, &init, err) < 0)
         return -1;
+    drop_host_mounts(id, dir, init, warning);
     if (init_pid)
         *init_pid = init;
     return 0;

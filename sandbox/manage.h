@@ -85,8 +85,10 @@ int brig_sandbox_checkpoint(const char *root, const char *id, const char *image_
 
 /* A checkpointed sandbox brought back from image_path (NULL: the
  * default) with its own bundle; the restored init is a child of the
- * caller, its pid in *init_pid (NULL: not wanted). */
+ * caller, its pid in *init_pid (NULL: not wanted). As after a create,
+ * the host then drops its mounts of the sandbox's tree and data; where
+ * that fails, the sandbox runs and *warning says why. */
 int brig_sandbox_restore(const char *root, const char *id, const char *image_path, bool no_cgroup,
-                         pid_t *init_pid, brig_error_t *err);
+                         pid_t *init_pid, brig_error_t *warning, brig_error_t *err);
 
 #endif

@@ -77,10 +77,11 @@ int sandbox_cmd_restore(int argc, char **argv)
     int done = parse(argc, argv, restore_usage, false, &image_path, NULL);
     if (done != BRIG_CLI_GO_ON)
         return done;
-    brig_error_t err = NULL;
+    brig_error_t err = NULL, warning = NULL;
     if (brig_sandbox_restore(brig_globals.root, argv[optind], image_path, brig_globals.no_cgroup,
-                             NULL, &err)
+                             NULL, &warning, &err)
         < 0)
         return brig_fail(&err);
+    brig_warn(&warning);
     return 0;
 }

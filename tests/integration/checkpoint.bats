@@ -248,7 +248,17 @@ time.sleep(1000)'
 
 	[ "$(container_status sb)" = running ]
 	pid=$(container_pid sb)
+	# As after a create, the host keeps no mount of its tree or its data:
+	# the restored init's namespace has its own, and the host reaches the
+	# data through that init.
+	if grep " $BRIG_SANDBOX_DIR/sb/" /proc/self/mountinfo; then
+		fail "the host still mounts the restored sandbox's tree or data"
+	fi
+	grep -q " /mnt/data " "/proc/$pid/mountinfo"
+	echo copied >"$BATS_TEST_TMPDIR/in.txt"
+	brig sandbox cp "$BATS_TEST_TMPDIR/in.txt" sb:/mnt/data/in.txt
 	data=/proc/$pid/root/mnt/data
+	[ "$(cat "$data/in.txt")" = copied ]
 	touch "$data/ask"
 	wait_for_file_present "$data/answer"
 	[ "$(cat "$data/answer")" = "$secret" ]

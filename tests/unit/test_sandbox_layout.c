@@ -148,13 +148,15 @@ static void test_manage(void)
 
 static void test_checkpoint_ids(void)
 {
-    brig_error_t err = NULL;
+    brig_error_t err = NULL, warning = NULL;
     CHECK_STR(outcome(brig_sandbox_checkpoint(state_root, "a/b", NULL, false, &err), &err),
               "sandbox: invalid id `a/b` (letters, digits and _+-., not first a `.`)",
               "checkpoint: a bad id");
-    CHECK_STR(outcome(brig_sandbox_restore(state_root, ".", "/x", false, NULL, &err), &err),
+    CHECK_STR(outcome(brig_sandbox_restore(state_root, ".", "/x", false, NULL, &warning, &err),
+                      &err),
               "sandbox: invalid id `.` (letters, digits and _+-., not first a `.`)",
               "restore: a bad id, even with an image path");
+    CHECK(warning == NULL, "restore: no warning for a restore that did not happen");
 }
 
 int main(void)
