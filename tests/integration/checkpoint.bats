@@ -255,10 +255,15 @@ time.sleep(1000)'
 		fail "the host still mounts the restored sandbox's tree or data"
 	fi
 	grep -q " /mnt/data " "/proc/$pid/mountinfo"
+	[ "$(cat "$BRIG_SANDBOX_DIR/sb/init.pid")" = "$pid" ]
 	echo copied >"$BATS_TEST_TMPDIR/in.txt"
 	brig sandbox cp "$BATS_TEST_TMPDIR/in.txt" sb:/mnt/data/in.txt
 	data=/proc/$pid/root/mnt/data
 	[ "$(cat "$data/in.txt")" = copied ]
+	# The cp went through the init: it mounted nothing on the host.
+	if grep " $BRIG_SANDBOX_DIR/sb/" /proc/self/mountinfo; then
+		fail "cp mounted the running sandbox's data on the host"
+	fi
 	touch "$data/ask"
 	wait_for_file_present "$data/answer"
 	[ "$(cat "$data/answer")" = "$secret" ]
