@@ -13,6 +13,16 @@ setup() {
 	setup_bundle
 }
 
+teardown() {
+	teardown_bundle
+	# What the cpuset test makes, should it stop half-way.
+	local c
+	for c in /sys/fs/cgroup/*/; do
+		rmdir "${c}brigclone-$CID/probe" "${c}brigclone-$CID/p" "${c}brigclone-$CID" \
+			"${c}brigfound-$CID/probe" "${c}brigfound-$CID/p" "${c}brigfound-$CID" 2>/dev/null || true
+	done
+}
+
 # v1_dir ID CONTROLLER: the container's directory in that hierarchy.
 v1_dir() {
 	container_cgroup "$1" "$2"
@@ -403,6 +413,11 @@ own_cgroup() {
 	clone_found=$(val "$found/cgroup.clone_children")
 	cpus_m=$(val "$made/p/cpuset.cpus") mems_m=$(val "$made/p/cpuset.mems")
 	cpus_f=$(val "$found/p/cpuset.cpus")
+	# A child made by anyone under the parent brig made has them at once;
+	# under the parent found, an empty one, as the kernel makes it.
+	mkdir "$made/probe" "$found/probe"
+	cpus_probe_m=$(val "$made/probe/cpuset.cpus") cpus_probe_f=$(val "$found/probe/cpuset.cpus")
+	rmdir "$made/probe" "$found/probe"
 	"$BRIG" --root "$ROOT" delete -f "$CID-m" || true
 	"$BRIG" --root "$ROOT" delete -f "$CID-f" || true
 	for d in "$made/p" "$made" "$found/p" "$found"; do
@@ -413,6 +428,10 @@ own_cgroup() {
 	[ "$clone_found" = "$clone_before" ] || fail "a cpuset brig did not make was changed"
 	[ "$cpus_m" = "$(cat "$h/cpuset.cpus")" ] && [ "$mems_m" = "$(cat "$h/cpuset.mems")" ] || fail "$cpus_m / $mems_m"
 	[ "$cpus_f" = "$(cat "$h/cpuset.cpus")" ] || fail "under the parent found: $cpus_f"
+	[ "$cpus_probe_m" = "$(cat "$h/cpuset.cpus")" ] || fail "a new child of the parent brig made: '$cpus_probe_m'"
+	if [ "$clone_before" = 0 ]; then
+		[ -z "$cpus_probe_f" ] || fail "a new child of the parent found: '$cpus_probe_f'"
+	fi
 }
 
 @test "v1: update changes the device list with no gap, and a device it removes is denied after" {

@@ -251,7 +251,7 @@ time.sleep(1000)'
 	# As after a create, the host keeps no mount of its tree or its data:
 	# the restored init's namespace has its own, and the host reaches the
 	# data through that init.
-	if grep " $BRIG_SANDBOX_DIR/sb/" /proc/self/mountinfo; then
+	if grep " $(realpath "$BRIG_SANDBOX_DIR")/sb/" /proc/self/mountinfo; then
 		fail "the host still mounts the restored sandbox's tree or data"
 	fi
 	grep -q " /mnt/data " "/proc/$pid/mountinfo"
@@ -261,7 +261,7 @@ time.sleep(1000)'
 	data=/proc/$pid/root/mnt/data
 	[ "$(cat "$data/in.txt")" = copied ]
 	# The cp went through the init: it mounted nothing on the host.
-	if grep " $BRIG_SANDBOX_DIR/sb/" /proc/self/mountinfo; then
+	if grep " $(realpath "$BRIG_SANDBOX_DIR")/sb/" /proc/self/mountinfo; then
 		fail "cp mounted the running sandbox's data on the host"
 	fi
 	touch "$data/ask"
