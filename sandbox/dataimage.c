@@ -280,11 +280,8 @@ static bool bound_loop(const struct stat *image, char path[64])
     return false;
 }
 
-/* The image mounted at mnt from `loop`, checked after: a bound device
- * found may have been freed and bound again to another image before the
- * mount. 1 when it was not the image's (unmounted again). */
-static int mount_checked(const char *loop, const char *mnt, const struct stat *img,
-                         brig_error_t *err)
+/* The data file system on `loop` mounted at mnt. */
+static int mount_loop(const char *loop, const char *mnt, brig_error_t *err)
 {
     /* noinit_itable: the inode tables of a sparse image read as zeros
      * already, and ext4 would otherwise zero them all again in the
@@ -297,11 +294,25 @@ static int mount_checked(const char *loop, const char *mnt, const struct stat *i
               "errors=remount-ro,noinit_itable,no_prefetch_block_bitmaps")
         < 0)
         return brig_error_set(err, errno, "mount `%s` on `%s`", loop, mnt);
+    return 0;
+}
+
+/* The image mounted at mnt from `loop`, a device found bound to it and
+ * checked after the mount: it may have been freed and bound again to
+ * another image in between. false when it was not the image's (then
+ * unmounted again) or the mount failed. */
+static bool mount_found(const char *loop, const char *mnt, const struct stat *img)
+{
+    brig_error_t failed = NULL;
+    if (mount_loop(loop, mnt, &failed) < 0) {
+        brig_error_release(&failed);
+        return false;
+    }
     cleanup_close int fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (fd >= 0 && is_image_root(fd, img))
-        return 0;
+        return true;
     umount2(mnt, MNT_DETACH | UMOUNT_NOFOLLOW);
-    return 1;
+    return false;
 }
 
 /* The image at fd mounted at mnt. An image a loop device is bound to
@@ -323,25 +334,20 @@ static int mount_image(int fd, const char *image, const char *mnt, bool fresh, b
         return brig_error_set(err, errno, "lock `%s`", image);
     if (!fresh && is_mounted_ext4(mnt))
         return 0;
-    for (int attempt = 0; attempt < 50; attempt++) {
-        char loop[64];
-        if (!fresh && bound_loop(&img, loop)) {
-            brig_error_t failed = NULL;
-            int r = mount_checked(loop, mnt, &img, &failed);
-            brig_error_release(&failed);
-            if (r == 0)
-                return 0;
-            usleep(20000);
-            continue;
-        }
-        cleanup_close int loop_fd = brig_loop_attach(fd, false, loop, err);
-        if (loop_fd < 0)
-            return brig_error_wrap(err, "data image `%s`", image);
-        int r = mount_checked(loop, mnt, &img, err);
-        if (r <= 0)
-            return r;
+    char loop[64];
+    for (int attempt = 0; !fresh && bound_loop(&img, loop); attempt++) {
+        if (mount_found(loop, mnt, &img))
+            return 0;
+        if (attempt == 49)
+            return brig_error_set(err, EBUSY, "mount `%s`: its loop device stays busy", image);
+        usleep(20000);
     }
-    return brig_error_set(err, EBUSY, "mount `%s`: its loop device stays busy", image);
+    /* A device of its own, which the open fd keeps bound to the image
+     * through the mount: nothing to check after. */
+    cleanup_close int loop_fd = brig_loop_attach(fd, false, loop, err);
+    if (loop_fd < 0)
+        return brig_error_wrap(err, "data image `%s`", image);
+    return mount_loop(loop, mnt, err);
 }
 
 int brig_data_image_setup(const char *dir, int64_t size, uid_t uid, gid_t gid, brig_error_t *err)
